@@ -1,0 +1,236 @@
+"""Analyses over the IR: basic blocks and CFG, register def/use, memory-op classes, ordering points.
+
+These are what the transforms build their legality proofs on, so every rule errs towards "ordered" and
+"may alias": an instruction this module does not recognise is treated as an ordering point.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from chronos.ptx.ir import (
+    Addr,
+    Comment,
+    Function,
+    Instruction,
+    Label,
+    RegDecl,
+    ScopeClose,
+    ScopeOpen,
+    Statement,
+    Sym,
+    operand_regs,
+)
+
+# ------------------------------------------------------------------ instruction classes
+# Opcodes whose first operand is not a register destination.
+_NO_DEF_OPS = {"st", "red", "prefetch", "prefetchu", "bar", "barrier", "membar", "fence", "bra", "brx", "ret",
+               "exit", "trap", "brkpt", "nanosleep", "pmevent", "stmatrix", "cp", "wgmma", "griddepcontrol",
+               "setmaxnreg", "discard", "applypriority", "sust", "sured", "tensormap", "multimem", "st.async"}
+_BRANCH_OPS = {"bra", "brx"}
+_TERMINATOR_OPS = {"ret", "exit", "trap"}
+_MEMORY_OPS = {"ld", "ldu", "st", "atom", "red", "prefetch", "prefetchu", "cp", "ldmatrix", "stmatrix", "tex",
+               "tld4", "suld", "sust", "sured", "multimem", "cvta"}
+_STATE_SPACES = ("global", "shared", "local", "param", "const")
+# Opcodes that order memory or threads: nothing may be moved across them.
+_ORDERING_OPS = {"bar", "barrier", "membar", "fence", "mbarrier", "wgmma", "elect", "shfl", "vote", "match",
+                 "redux", "activemask", "call", "ret", "exit", "bra", "brx", "trap", "brkpt", "atom", "red",
+                 "setmaxnreg", "griddepcontrol", "nanosleep", "tcgen05", "cluster", "multimem", "getctarank",
+                 "mapa", "pmevent", "stmatrix", "ldmatrix", "tensormap", "st.async", "red.async", "cp.async",
+                 "cp.reduce.async", "clusterlaunchcontrol"}
+
+
+def _op_key(ins: Instruction) -> str:
+    """The opcode family used for classification: 'cp.async', 'st.async', or the base op."""
+    for two in ("cp.async", "st.async", "red.async", "cp.reduce.async"):
+        if ins.opcode.startswith(two):
+            return two
+    return ins.op
+
+
+def defs_uses(ins: Instruction) -> tuple[list[str], list[str]]:
+    """Registers an instruction writes and reads (vector elements, address bases and the guard included).
+
+    A predicated write is also counted as a read of the old value: if the guard is false the register keeps it.
+    wgmma/mma accumulators are both written and read.
+    """
+    ops = ins.operands
+    defs: list[str] = []
+    uses: list[str] = []
+    key = _op_key(ins)
+    first_is_dest = bool(ops) and key not in _NO_DEF_OPS and ins.op not in _NO_DEF_OPS \
+        and not isinstance(ops[0], Addr)
+    if ins.op == "call":
+        # call{.uni} (ret), func, (args): the first parenthesised list, if two lists are given, is written.
+        raws = [o for o in ops if not isinstance(o, Sym)]
+        if len(raws) >= 2:
+            defs.extend(operand_regs(raws[0]))
+            for o in raws[1:]:
+                uses.extend(operand_regs(o))
+        else:
+            for o in raws:
+                uses.extend(operand_regs(o))
+        first_is_dest = False
+        ops = []
+    if first_is_dest:
+        d = ops[0]
+        # `%p|%q` (setp, shfl, elect) is kept as Raw text; every register in it is a destination.
+        defs.extend(r for r in operand_regs(d) if r != "_")
+        rest = ops[1:]
+        if ins.op in ("wgmma", "mma") or (ins.pred is not None):
+            uses.extend(defs)
+    else:
+        rest = ops
+    for o in rest:
+        uses.extend(operand_regs(o))
+    if ins.op == "wgmma" and ins.opcode.startswith("wgmma.mma_async") and ops:
+        # the accumulator vector is operand 0 and is read when scale-d is set: count it as used
+        defs.extend(operand_regs(ops[0]))
+        uses.extend(operand_regs(ops[0]))
+    if ins.pred is not None:
+        uses.append(ins.pred)
+    return _dedupe(defs), _dedupe(uses)
+
+
+def _dedupe(xs: list[str]) -> list[str]:
+    return list(dict.fromkeys(x for x in xs if x.startswith("%")))
+
+
+# ------------------------------------------------------------------ memory operations
+@dataclass(frozen=True)
+class MemOp:
+    """What a memory instruction does: kind, state space, access width and where."""
+
+    kind: str  # load | store | atomic | reduction | async_copy | prefetch | matrix
+    space: str  # global | shared | local | param | const | generic
+    vector: int  # 1, 2, 4 or 8 elements
+    bits: int  # element width in bits (0 when not given, e.g. prefetch)
+    addr: Addr | None
+    volatile: bool  # .volatile / .relaxed / .acquire / .release / .mmio or a scope: strong ordering semantics
+
+    @property
+    def bytes(self) -> int:
+        return self.vector * self.bits // 8
+
+
+_TYPE_BITS = {"b8": 8, "u8": 8, "s8": 8, "b16": 16, "u16": 16, "s16": 16, "f16": 16, "bf16": 16,
+              "b32": 32, "u32": 32, "s32": 32, "f32": 32, "f16x2": 32, "bf16x2": 32, "b64": 64, "u64": 64,
+              "s64": 64, "f64": 64, "b128": 128}
+_STRONG = {"volatile", "relaxed", "acquire", "release", "mmio", "cta", "gpu", "sys", "cluster"}
+
+
+def memory_op(ins: Instruction) -> MemOp | None:
+    """Classify a memory instruction, or None if the instruction does not access memory."""
+    key = _op_key(ins)
+    if key not in _MEMORY_OPS and ins.op not in _MEMORY_OPS:
+        return None
+    if ins.op == "cvta":
+        return None  # address conversion, no access
+    mods = ins.mods
+    kind = {"ld": "load", "ldu": "load", "st": "store", "atom": "atomic", "red": "reduction",
+            "prefetch": "prefetch", "prefetchu": "prefetch", "ldmatrix": "matrix", "stmatrix": "matrix",
+            "tex": "load", "tld4": "load", "suld": "load", "sust": "store", "sured": "reduction",
+            "multimem": "atomic"}.get(ins.op, "async_copy")
+    if key in ("cp.async", "cp.reduce.async", "st.async", "red.async"):
+        kind = "async_copy"
+    space = "generic"
+    for m in mods:
+        base = m.split("::", 1)[0]
+        if base in _STATE_SPACES:
+            space = base
+            break
+    if ins.op == "ld" and "nc" in mods:
+        space = "global"
+    vector = 1
+    bits = 0
+    for m in mods:
+        if m in ("v2", "v4", "v8"):
+            vector = int(m[1])
+        elif m in _TYPE_BITS:
+            bits = _TYPE_BITS[m]
+    addr = next((o for o in ins.operands if isinstance(o, Addr)), None)
+    strong = any(m in _STRONG for m in mods)
+    return MemOp(kind, space, vector, bits, addr, strong)
+
+
+# ------------------------------------------------------------------ ordering points
+def is_ordering_point(s: Statement) -> bool:
+    """True for statements nothing may be moved across: barriers, fences, async/tensor-core sync, warp-sync
+    collectives, control flow, atomics, inline-asm and scope boundaries, labels, and unknown directives."""
+    if isinstance(s, (Label, ScopeOpen, ScopeClose)):
+        return True
+    if isinstance(s, Comment):
+        return s.inline_asm is not None
+    if not isinstance(s, Instruction):
+        return False  # .reg / .loc / local declarations do not execute
+    key = _op_key(s)
+    if key in _ORDERING_OPS or s.op in _ORDERING_OPS:
+        return True
+    mem = memory_op(s)
+    return mem is not None and mem.volatile
+
+
+# ------------------------------------------------------------------ basic blocks and CFG
+@dataclass
+class BasicBlock:
+    index: int
+    start: int  # index into Function.body of the first statement
+    end: int  # one past the last statement
+    label: str | None = None
+    succs: list[int] = field(default_factory=list)
+    preds: list[int] = field(default_factory=list)
+
+    def statements(self, fn: Function) -> list[Statement]:
+        return (fn.body or [])[self.start:self.end]
+
+
+def basic_blocks(fn: Function) -> list[BasicBlock]:
+    """Split a body at labels and after branches/returns; link successors (fall-through and branch targets).
+
+    An indirect branch (brx.idx) or a call's return is modelled conservatively: brx targets every label.
+    """
+    body = fn.body or []
+    blocks: list[BasicBlock] = []
+    start = 0
+    for i, s in enumerate(body):
+        if isinstance(s, Label) and i > start:
+            blocks.append(BasicBlock(len(blocks), start, i))
+            start = i
+        if isinstance(s, Instruction) and (s.op in _BRANCH_OPS or s.op in _TERMINATOR_OPS):
+            blocks.append(BasicBlock(len(blocks), start, i + 1))
+            start = i + 1
+    if start < len(body) or not blocks:
+        blocks.append(BasicBlock(len(blocks), start, len(body)))
+    by_label: dict[str, int] = {}
+    for b in blocks:
+        for s in body[b.start:b.end]:
+            if isinstance(s, Label):
+                by_label.setdefault(s.name, b.index)
+                b.label = b.label or s.name
+            elif not isinstance(s, Comment):
+                break
+    for b in blocks:
+        last = next((s for s in reversed(body[b.start:b.end]) if isinstance(s, Instruction)), None)
+        falls = True
+        if last is not None and last.op in _BRANCH_OPS:
+            if last.op == "brx":
+                b.succs.extend(by_label.values())
+            else:
+                tgt = next((o.name for o in last.operands if isinstance(o, Sym)), None)
+                if tgt in by_label:
+                    b.succs.append(by_label[tgt])
+            falls = last.pred is not None  # a guarded branch may fall through
+        elif last is not None and last.op in _TERMINATOR_OPS:
+            falls = last.pred is not None
+        if falls and b.index + 1 < len(blocks):
+            b.succs.append(b.index + 1)
+        b.succs = list(dict.fromkeys(b.succs))
+    for b in blocks:
+        for s in b.succs:
+            blocks[s].preds.append(b.index)
+    return blocks
+
+
+def register_types(fn: Function) -> dict[str, str]:
+    """Map each declared register name (or range prefix, e.g. '%r' of `%r<33>`) to its declared type."""
+    return {name: s.dtype for s in fn.body or [] if isinstance(s, RegDecl) for name, _count in s.names}
