@@ -93,7 +93,7 @@ def defs_uses(ins: Instruction) -> tuple[list[str], list[str]]:
 
 
 def _dedupe(xs: list[str]) -> list[str]:
-    return list(dict.fromkeys(x for x in xs if x.startswith("%")))
+    return list(dict.fromkeys(x for x in xs if x != "_"))
 
 
 # ------------------------------------------------------------------ memory operations

@@ -198,7 +198,7 @@ class _Parser:
                 return fn
             if t.text == "{" and t.kind == "punct":
                 self.next()
-                fn.body = self.body()
+                fn.body = _resolve_plain_registers(self.body())
                 return fn
             if t.kind == "word" and t.text in _HEADER_DIRECTIVES:
                 self.next()
@@ -341,10 +341,7 @@ class _Parser:
             if self.peek().text == "!":
                 self.next()
                 neg = True
-            pt = self.expect_kind("word", "a predicate register")
-            if not pt.text.startswith("%"):
-                raise self.error("a guard predicate must be a register", pt)
-            pred = pt.text
+            pred = self.expect_kind("word", "a predicate register").text
         op = self.expect_kind("word", "an opcode")
         if op.text.startswith("%"):
             raise self.error("expected an opcode", op)
@@ -405,7 +402,7 @@ class _Parser:
                 return Reg(t.text) if t.text.startswith("%") else Sym(t.text)
         if texts == ["-", texts[-1]] and toks[1].kind == "num":
             return Imm("-" + texts[1])
-        if texts[0] == "!" and len(toks) == 2 and texts[1].startswith("%"):
+        if texts[0] == "!" and len(toks) == 2 and toks[1].kind == "word":
             return Neg(Reg(texts[1]))
         if texts[0] == "[" and texts[-1] == "]":
             addr = _address(toks[1:-1])
@@ -435,6 +432,28 @@ class _Parser:
                 return Vec(tuple(elems))
             if t.text != ",":
                 raise self.error("expected ',' or '}' in a vector operand", t)
+
+
+def _resolve_plain_registers(body: list[Statement]) -> list[Statement]:
+    """Registers may be declared without '%' (`.reg .pred complete;` in Triton's inline asm): turn the Sym
+    operands that name such a register into Regs, so that def/use analysis sees them."""
+    plain = {n for s in body if isinstance(s, RegDecl) for n, c in s.names if c is None and not n.startswith("%")}
+    if not plain:
+        return body
+
+    def fix(o: Operand) -> Operand:
+        if isinstance(o, Sym) and o.name in plain:
+            return Reg(o.name)
+        if isinstance(o, Vec):
+            return Vec(tuple(fix(e) for e in o.elems))
+        if isinstance(o, Addr) and isinstance(o.base, Sym) and o.base.name in plain:
+            return Addr(Reg(o.base.name), o.offset)
+        return o
+
+    for s in body:
+        if isinstance(s, Instruction):
+            s.operands = [fix(o) for o in s.operands]
+    return body
 
 
 def _address(toks: list[Token]) -> Addr | None:
