@@ -46,3 +46,14 @@ class CheckpointError(ChronosError):
 
 class UnknownActionError(ChronosError):
     """An action name that is not one of the 21 in `chronos.actions.ACTION_NAMES`."""
+
+
+class IllegalActionError(ChronosError):
+    """A transform that is not legal on this kernel: already applied, in conflict, unsafe, or a no-op."""
+
+    def __init__(self, action: str, reason: str, *, kernel: str | None = None, repro: str | None = None):
+        self.action = action
+        self.reason = reason
+        self.kernel = kernel
+        where = f" on {kernel}" if kernel else ""
+        super().__init__(f"{action} is illegal{where}: {reason}", repro=repro)

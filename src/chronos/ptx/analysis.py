@@ -40,6 +40,9 @@ _ORDERING_OPS = {"bar", "barrier", "membar", "fence", "mbarrier", "wgmma", "elec
                  "cp.reduce.async", "clusterlaunchcontrol"}
 
 
+_TIMERS = {"%clock", "%clock64", "%globaltimer", "%globaltimer_lo", "%globaltimer_hi"}
+
+
 def _op_key(ins: Instruction) -> str:
     """The opcode family used for classification: 'cp.async', 'st.async', or the base op."""
     for two in ("cp.async", "st.async", "red.async", "cp.reduce.async"):
@@ -166,6 +169,8 @@ def is_ordering_point(s: Statement) -> bool:
     key = _op_key(s)
     if key in _ORDERING_OPS or s.op in _ORDERING_OPS:
         return True
+    if any(r in _TIMERS for r in defs_uses(s)[1]):
+        return True  # moving a clock read would change what it measures
     mem = memory_op(s)
     return mem is not None and mem.volatile
 

@@ -115,7 +115,8 @@ class Instruction:
     operands: list[Operand] = field(default_factory=list)
     pred: str | None = None
     pred_neg: bool = False
-    line: int = 0  # source line (0 for synthesised instructions); not part of identity
+    line: int = field(default=0, compare=False)  # source line; 0 for synthesised instructions
+    origin: str = field(default="", compare=False)  # the transform that created it ("vec_ld", ...), if any
 
     @property
     def op(self) -> str:
@@ -132,7 +133,7 @@ class Instruction:
         return mod in self.mods
 
     def with_opcode(self, opcode: str) -> Instruction:
-        return Instruction(opcode, list(self.operands), self.pred, self.pred_neg, self.line)
+        return Instruction(opcode, list(self.operands), self.pred, self.pred_neg, self.line, self.origin)
 
 
 @dataclass
@@ -252,6 +253,10 @@ class Module:
     preamble: list[Comment] = field(default_factory=list)  # comments before .version
     items: list[TopItem] = field(default_factory=list)
     source: str | None = None  # file name when known, for error messages
+    # Not printed: the actions applied so far (for conflict checks) and the kernel's alignment contract,
+    # {param name: bytes}, which adds to the `.ptr .align N` declarations (e.g. Triton's divisibility by 16).
+    applied: tuple[str, ...] = ()
+    align_contract: dict[str, int] = field(default_factory=dict)
 
     @property
     def arch(self) -> str:
