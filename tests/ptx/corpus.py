@@ -8,7 +8,7 @@ from pathlib import Path
 from chronos.kernels.gemm_tile import GEMM_TILE_SHAPES, gemm_tile_ptx, kernel_name
 
 CORPUS_DIR = Path(__file__).resolve().parents[1] / "corpus"
-_TARGET = re.compile(r"^\.target\s+(sm_\w+)", re.M)
+_TARGET = re.compile(r"^\.target\s+(sm_\w+)", re.MULTILINE)
 
 
 def committed_files() -> list[Path]:

@@ -1,5 +1,7 @@
 """Analyses: basic blocks and CFG, def/use, memory-op classes, ordering points — on corpus kernels."""
 
+import itertools
+
 from chronos.ptx import Instruction, parse
 from chronos.ptx.analysis import basic_blocks, defs_uses, is_ordering_point, memory_op
 
@@ -17,19 +19,20 @@ def _ins(text):
 
 def test_def_use_vectors_predicates_and_addresses():
     assert defs_uses(_ins("@%p1 ld.global.v4.b32 {%r1, %r2, %r3, %r4}, [%rd1+16];")) == (
-        ["%r1", "%r2", "%r3", "%r4"], ["%r1", "%r2", "%r3", "%r4", "%rd1", "%p1"])
-    assert defs_uses(_ins("st.global.v2.f32 [%rd2+8], {%f1, %f2};")) == ([], ["%rd2", "%f1", "%f2"])
-    assert defs_uses(_ins("setp.lt.s32 %p1|%p2, %r1, %r2;")) == (["%p1", "%p2"], ["%r1", "%r2"])
-    assert defs_uses(_ins("@!%p3 bra $L__BB0_2;")) == ([], ["%p3"])
-    assert defs_uses(_ins("fma.rn.f32 %f3, %f1, %f2, %f3;")) == (["%f3"], ["%f1", "%f2", "%f3"])
-    assert defs_uses(_ins("red.global.add.f32 [%rd1], %f1;")) == ([], ["%rd1", "%f1"])
-    assert defs_uses(_ins("mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r1], %r2;")) == (["%p1"], ["%r1", "%r2"])
+        ("%r1", "%r2", "%r3", "%r4"), ("%r1", "%r2", "%r3", "%r4", "%rd1", "%p1"))
+    assert defs_uses(_ins("st.global.v2.f32 [%rd2+8], {%f1, %f2};")) == ((), ("%rd2", "%f1", "%f2"))
+    assert defs_uses(_ins("setp.lt.s32 %p1|%p2, %r1, %r2;")) == (("%p1", "%p2"), ("%r1", "%r2"))
+    assert defs_uses(_ins("@!%p3 bra $L__BB0_2;")) == ((), ("%p3",))
+    assert defs_uses(_ins("fma.rn.f32 %f3, %f1, %f2, %f3;")) == (("%f3",), ("%f1", "%f2", "%f3"))
+    assert defs_uses(_ins("red.global.add.f32 [%rd1], %f1;")) == ((), ("%rd1", "%f1"))
+    assert defs_uses(_ins("mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r1], %r2;")) == (
+        ("%p1",), ("%r1", "%r2"))
 
 
 def test_plain_named_registers_from_triton_inline_asm():
     fn = _fn("triton/triton_matmul_tma.sm_90a.ptx")
     waits = [i for i in fn.instructions() if i.opcode.startswith("mbarrier.try_wait")]
-    assert waits and all(defs_uses(i)[0] == ["complete"] for i in waits)
+    assert waits and all(defs_uses(i)[0] == ("complete",) for i in waits)
 
 
 def test_memory_op_classes():
@@ -61,7 +64,7 @@ def test_cfg_of_the_shared_memory_reduction():
     fn = _fn("nvcc/reduction.sm_90.ptx")
     blocks = basic_blocks(fn)
     assert blocks[0].start == 0 and blocks[-1].end == len(fn.body)
-    assert all(a.end == b.start for a, b in zip(blocks, blocks[1:], strict=False))
+    assert all(a.end == b.start for a, b in itertools.pairwise(blocks))
     # every conditional branch has two successors; every successor lists its predecessor
     for b in blocks:
         last = [s for s in b.statements(fn) if isinstance(s, Instruction)][-1:]

@@ -45,18 +45,36 @@ _TIMERS = {"%clock", "%clock64", "%globaltimer", "%globaltimer_lo", "%globaltime
 
 def _op_key(ins: Instruction) -> str:
     """The opcode family used for classification: 'cp.async', 'st.async', or the base op."""
-    for two in ("cp.async", "st.async", "red.async", "cp.reduce.async"):
-        if ins.opcode.startswith(two):
-            return two
-    return ins.op
+    op = ins.opcode.partition(".")[0]
+    if op in ("cp", "st", "red"):
+        for two in ("cp.async", "st.async", "red.async", "cp.reduce.async"):
+            if ins.opcode.startswith(two):
+                return two
+    return op
 
 
-def defs_uses(ins: Instruction) -> tuple[list[str], list[str]]:
+def _memo(ins: Instruction, slot: str, compute):
+    """Per-instruction memo, stored on the instruction and keyed on what the analyses read: transforms
+    build new instructions (or new operand lists) rather than editing old ones, so the key stays valid."""
+    sig = (ins.opcode, ins.pred, id(ins.operands))
+    hit = ins.__dict__.get(slot)
+    if hit is not None and hit[0] == sig:
+        return hit[1]
+    value = compute(ins)
+    ins.__dict__[slot] = (sig, value)
+    return value
+
+
+def defs_uses(ins: Instruction) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Registers an instruction writes and reads (vector elements, address bases and the guard included).
 
     A predicated write is also counted as a read of the old value: if the guard is false the register keeps it.
-    wgmma/mma accumulators are both written and read.
+    wgmma/mma accumulators are both written and read. Memoised on the instruction's content.
     """
+    return _memo(ins, "_defs_uses", _defs_uses)
+
+
+def _defs_uses(ins: Instruction) -> tuple[tuple[str, ...], tuple[str, ...]]:
     ops = ins.operands
     defs: list[str] = []
     uses: list[str] = []
@@ -95,8 +113,8 @@ def defs_uses(ins: Instruction) -> tuple[list[str], list[str]]:
     return _dedupe(defs), _dedupe(uses)
 
 
-def _dedupe(xs: list[str]) -> list[str]:
-    return list(dict.fromkeys(x for x in xs if x != "_"))
+def _dedupe(xs: list[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(x for x in xs if x != "_"))
 
 
 # ------------------------------------------------------------------ memory operations
@@ -123,7 +141,11 @@ _STRONG = {"volatile", "relaxed", "acquire", "release", "mmio", "cta", "gpu", "s
 
 
 def memory_op(ins: Instruction) -> MemOp | None:
-    """Classify a memory instruction, or None if the instruction does not access memory."""
+    """Classify a memory instruction, or None if the instruction does not access memory. Memoised."""
+    return _memo(ins, "_memory_op", _memory_op)
+
+
+def _memory_op(ins: Instruction) -> MemOp | None:
     key = _op_key(ins)
     if key not in _MEMORY_OPS and ins.op not in _MEMORY_OPS:
         return None
@@ -159,13 +181,18 @@ def memory_op(ins: Instruction) -> MemOp | None:
 # ------------------------------------------------------------------ ordering points
 def is_ordering_point(s: Statement) -> bool:
     """True for statements nothing may be moved across: barriers, fences, async/tensor-core sync, warp-sync
-    collectives, control flow, atomics, inline-asm and scope boundaries, labels, and unknown directives."""
+    collectives, control flow, atomics, strong (volatile/relaxed/acquire/...) accesses, timer reads,
+    inline-asm and scope boundaries and labels."""
     if isinstance(s, (Label, ScopeOpen, ScopeClose)):
         return True
     if isinstance(s, Comment):
         return s.inline_asm is not None
     if not isinstance(s, Instruction):
         return False  # .reg / .loc / local declarations do not execute
+    return _memo(s, "_ordering", _instruction_orders)
+
+
+def _instruction_orders(s: Instruction) -> bool:
     key = _op_key(s)
     if key in _ORDERING_OPS or s.op in _ORDERING_OPS:
         return True

@@ -121,7 +121,7 @@ class Instruction:
     @property
     def op(self) -> str:
         """The base opcode: `ld` for `ld.global.v4.b32`."""
-        return self.opcode.split(".", 1)[0]
+        return self.opcode.partition(".")[0]
 
     @property
     def mods(self) -> tuple[str, ...]:

@@ -24,7 +24,7 @@ from chronos.ptx.ir import (
     Sym,
     Vec,
 )
-from chronos.ptx.lexer import Token, tokenize
+from chronos.ptx.lexer import Positions, Token, tokenize
 
 # Directives that end at the end of their line rather than at a ';'.
 _LINE_DIRECTIVES = {".loc", ".file", ".version", ".target", ".address_size"}
@@ -41,23 +41,30 @@ class _Parser:
         self.text = text
         self.file = file
         self.toks = tokenize(text, file)
+        self.last = len(self.toks) - 2  # index of the first of the two eof tokens
         self.i = 0
+        self._positions: Positions | None = None
+
+    def line_col(self, offset: int) -> tuple[int, int]:
+        if self._positions is None:
+            self._positions = Positions(self.text)
+        return self._positions.line_col(offset)
 
     # ------------------------------------------------------------ token helpers
     def peek(self, k: int = 0) -> Token:
-        j = min(self.i + k, len(self.toks) - 1)
-        return self.toks[j]
+        return self.toks[self.i + k]  # k <= 1 and i <= last: the trailing eof pair keeps this in range
 
     def next(self) -> Token:
-        t = self.peek()
-        if t.kind != "eof":
+        t = self.toks[self.i]
+        if self.i < self.last:
             self.i += 1
         return t
 
     def error(self, msg: str, tok: Token | None = None) -> PTXParseError:
         t = tok or self.peek()
         found = "end of file" if t.kind == "eof" else repr(t.text)
-        return PTXParseError(f"{msg} (found {found})", line=t.line, column=t.col, file=self.file)
+        line, col = self.line_col(t.start)
+        return PTXParseError(f"{msg} (found {found})", line=line, column=col, file=self.file)
 
     def expect(self, text: str) -> Token:
         t = self.peek()
@@ -146,10 +153,10 @@ class _Parser:
         t = self.peek()
         if t.kind != "word" or not t.text.startswith("."):
             raise self.error("expected a directive at module scope")
-        j = 0
-        while self.peek(j).text in _LINKAGE:
+        j = self.i
+        while j < self.last and self.toks[j].text in _LINKAGE:
             j += 1
-        if self.peek(j).text in (".entry", ".func"):
+        if self.toks[j].text in (".entry", ".func"):
             return self.function()
         if t.text in (".file", ".loc"):
             toks = self.until_eol()
@@ -350,7 +357,7 @@ class _Parser:
             self.skip_nl_comments()
             if self.peek().text == ";" and self.peek().kind == "punct":
                 self.next()
-                return Instruction(op.text, operands, pred, neg, line=start.line)
+                return Instruction(op.text, operands, pred, neg, line=self.line_col(start.start)[0])
             operands.append(self.operand())
             self.skip_nl_comments()
             t = self.peek()
@@ -497,5 +504,5 @@ def parse(text: str, file: str | None = None) -> Module:
     except PTXParseError:
         raise
     except (ValueError, IndexError, KeyError, AttributeError, TypeError) as exc:  # defensive: never leak these
-        t = p.peek()
-        raise PTXParseError(f"malformed PTX: {exc}", line=t.line, column=t.col, file=file) from exc
+        line, col = p.line_col(p.peek().start)
+        raise PTXParseError(f"malformed PTX: {exc}", line=line, column=col, file=file) from exc

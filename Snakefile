@@ -1,0 +1,31 @@
+# Chronos pipeline. Front door: `snakemake --cores all`. dvc.yaml declares the same stages (same commands,
+# deps, outs and params); tests/test_pipeline_agreement.py keeps the two in step.
+import os
+import sys
+
+configfile: "params.yaml"
+
+# Stage commands say `python`: make it this interpreter's (the venv's) even when the venv is not activated.
+os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
+
+
+def tracked_params(*keys):
+    """{dotted key: value} from params.yaml: the same keys dvc.yaml lists, and a change reruns the rule."""
+    out = {}
+    for key in keys:
+        value = config
+        for part in key.split("."):
+            value = value[part]
+        out[key] = value
+    return out
+
+
+include: "workflow/rules/kernels.smk"
+include: "workflow/rules/policy.smk"
+
+
+rule all:
+    input:
+        "data/kernels/gemm_tile",
+        "models/untrained.pt",
+        "reports/predictions.json",

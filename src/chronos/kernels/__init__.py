@@ -1,0 +1,1 @@
+"""Kernel generators and launch specs (gemm_tile now; the Triton suite later)."""

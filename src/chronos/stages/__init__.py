@@ -1,0 +1,1 @@
+"""Thin pipeline entry points, one per stage; only these read params.yaml."""

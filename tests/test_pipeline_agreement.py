@@ -1,0 +1,139 @@
+"""Snakefile and dvc.yaml must declare the same stages: same commands, deps, outs and params.
+
+The Snakemake side is read through Snakemake's own API (the rules as Snakemake compiles them, not a
+re-parse of the .smk text); rule params must be `tracked=tracked_params("dotted.key", ...)`, whose keys
+are what dvc.yaml lists under `params:`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+TARGET_RULE = "all"
+
+
+def _norm_cmd(cmd) -> str:
+    if isinstance(cmd, list):
+        cmd = " && ".join(cmd)
+    return " ".join(str(cmd).split())
+
+
+def _dvc_params(entries) -> list[str]:
+    """dvc.yaml `params:` -> sorted keys; keys from a file other than params.yaml become 'file:key'."""
+    keys = []
+    for e in entries or []:
+        if isinstance(e, str):
+            keys.append(e)
+        else:
+            for file, sub in e.items():
+                keys += [k if file == "params.yaml" else f"{file}:{k}" for k in sub]
+    return sorted(keys)
+
+
+def _paths(entries) -> list[str]:
+    """deps/outs entries (plain paths or {path: options}) -> sorted normalised paths."""
+    out = []
+    for e in entries or []:
+        out += [e] if isinstance(e, str) else list(e)
+    return sorted(os.path.normpath(p) for p in out)
+
+
+def dvc_stages(dvc_yaml: Path) -> dict[str, dict]:
+    stages = yaml.safe_load(dvc_yaml.read_text())["stages"]
+    return {
+        name: {"cmd": _norm_cmd(s["cmd"]), "deps": _paths(s.get("deps")), "outs": _paths(s.get("outs")),
+               "params": _dvc_params(s.get("params"))}
+        for name, s in stages.items()
+    }
+
+
+def snakemake_workflow(root: Path):
+    """(stage rules, target rule's inputs) of the Snakefile in `root`, compiled by Snakemake."""
+    from snakemake.api import SnakemakeApi
+    from snakemake.settings.types import ResourceSettings
+
+    cwd, path = os.getcwd(), os.environ.get("PATH", "")
+    try:
+        with SnakemakeApi() as api:
+            wf = api.workflow(resource_settings=ResourceSettings(), snakefile=root / "Snakefile",
+                              workdir=root)._workflow
+            rules = {r.name: r for r in wf.rules}
+            target = sorted(os.path.normpath(str(f)) for f in rules.pop(TARGET_RULE).input)
+            stages = {
+                name: {"cmd": _norm_cmd(r.shellcmd or ""),
+                       "deps": sorted(os.path.normpath(str(f)) for f in r.input),
+                       "outs": sorted(os.path.normpath(str(f)) for f in r.output),
+                       "params": sorted(dict(r.params.items()).get("tracked", {}))}
+                for name, r in rules.items()
+            }
+    finally:
+        os.chdir(cwd)
+        os.environ["PATH"] = path  # the Snakefile prepends the venv's bin to PATH
+    return stages, target
+
+
+def differences(dvc: dict[str, dict], smk: dict[str, dict]) -> list[str]:
+    diffs = [f"stage {n!r} only in dvc.yaml" for n in sorted(dvc.keys() - smk.keys())]
+    diffs += [f"rule {n!r} only in the Snakefile" for n in sorted(smk.keys() - dvc.keys())]
+    for name in sorted(dvc.keys() & smk.keys()):
+        for field in ("cmd", "deps", "outs", "params"):
+            if dvc[name][field] != smk[name][field]:
+                diffs.append(f"{name}.{field}: dvc.yaml {dvc[name][field]!r} != Snakefile {smk[name][field]!r}")
+    return diffs
+
+
+@pytest.fixture(scope="module")
+def real():
+    return dvc_stages(ROOT / "dvc.yaml"), *snakemake_workflow(ROOT)
+
+
+def test_snakefile_and_dvc_agree(real):
+    dvc, smk, _ = real
+    assert differences(dvc, smk) == []
+    assert {"kernels", "init_policy", "predict"} <= dvc.keys()
+
+
+def test_target_rule_builds_every_dvc_output(real):
+    dvc, _, target = real
+    assert target == sorted(p for s in dvc.values() for p in s["outs"])
+
+
+def test_stage_commands_only_call_stage_modules(real):
+    for name, s in real[0].items():
+        assert s["cmd"].startswith(f"python -m chronos.stages.{name} --params params.yaml"), name
+
+
+def test_differences_catches_doctored_dvc(real):
+    dvc, smk, _ = real
+    doctored = {n: dict(s) for n, s in dvc.items()}
+    doctored["predict"]["cmd"] += " --max-steps 3"
+    doctored["kernels"]["deps"] = doctored["kernels"]["deps"][1:]
+    doctored["init_policy"]["params"] = ["policy", "policy.seed"]
+    doctored["extra"] = {"cmd": "true", "deps": [], "outs": [], "params": []}
+    diffs = differences(doctored, smk)
+    assert len(diffs) == 4, diffs
+    assert any(d.startswith("predict.cmd") for d in diffs)
+
+
+def test_doctored_snakemake_rule_is_caught(real, tmp_path):
+    dvc = real[0]
+    shutil.copy(ROOT / "Snakefile", tmp_path)
+    shutil.copy(ROOT / "params.yaml", tmp_path)
+    shutil.copytree(ROOT / "workflow", tmp_path / "workflow")
+    smk_file = tmp_path / "workflow" / "rules" / "policy.smk"
+    text = smk_file.read_text()
+    assert "--out models/untrained.pt\"" in text
+    smk_file.write_text(text.replace("--out models/untrained.pt\"", "--out models/untrained.pt --fast\"", 1))
+    smk, _ = snakemake_workflow(tmp_path)
+    assert [d.split(":")[0] for d in differences(dvc, smk)] == ["init_policy.cmd"]
+
+
+def test_dvc_params_normalisation():
+    assert _dvc_params(["a.b", {"params.yaml": ["c"]}, {"other.yaml": ["d"]}]) == ["a.b", "c", "other.yaml:d"]
+    assert _paths(["x/y", {"data/k": {"cache": False}}]) == ["data/k", "x/y"]
