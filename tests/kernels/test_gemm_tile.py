@@ -11,6 +11,7 @@ import subprocess
 import pytest
 
 from chronos.kernels.gemm_tile import GEMM_TILE_SHAPES, gemm_tile_ptx, gemm_tile_spec, kernel_name
+from chronos.kernels.spec import KernelSpec, load_specs
 from chronos.stages import kernels as stage
 
 LD = re.compile(r"^\s*ld\.global\.f32\s", re.MULTILINE)
@@ -48,12 +49,13 @@ def test_names_targets_and_spec():
     ptx = gemm_tile_ptx(2, 4, 6, target="sm_89", version="7.8")
     assert ".target sm_89" in ptx and ".version 7.8" in ptx
     spec = gemm_tile_spec(4, 6, 4)
-    json.dumps(spec)
-    assert spec["entry"] == "gemm_tile_4_6_4" and spec["alignment"] == 16
-    threads = spec["threads"]
-    assert spec["grid"][0] * spec["block"][0] >= threads
-    assert [b["elements"] for b in spec["buffers"]] == [threads * 16, 24, threads * 24]
-    assert spec["scalars"] == [{"name": "count", "dtype": "u32", "value": threads}]
+    assert KernelSpec.from_json(json.loads(json.dumps(spec.to_json()))) == spec
+    assert spec.entry == "gemm_tile_4_6_4" and set(spec.alignment.values()) == {16}
+    threads = spec.args[3].value
+    assert spec.threads >= threads
+    assert [a.elements for a in spec.args[:3]] == [threads * 16, 24, threads * 24]
+    assert [a.role for a in spec.args] == ["input", "input", "output", "input"]
+    assert [o.name for o in spec.outputs] == ["gemm_tile_4_6_4_param_2"]
 
 
 def test_row_stride_can_break_v4_alignment():
@@ -69,8 +71,8 @@ def test_stage_writes_corpus(tmp_path):
     stage.main(["--params", str(params), "--out", str(out)])
     assert sorted(p.name for p in out.glob("*.ptx")) == ["gemm_tile_2_6_8.ptx", "gemm_tile_4_6_8.ptx"]
     assert ".target sm_89" in (out / "gemm_tile_2_6_8.ptx").read_text()
-    specs = json.loads((out / "specs.json").read_text())
-    assert [s["entry"] for s in specs] == ["gemm_tile_2_6_8", "gemm_tile_4_6_8"]
+    specs = load_specs(out / "specs.json")
+    assert [s.entry for s in specs] == ["gemm_tile_2_6_8", "gemm_tile_4_6_8"]
 
 
 PTXAS = os.environ.get("CHRONOS_PTXAS") or shutil.which("ptxas")

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import itertools
 
+from chronos.kernels.spec import ArgSpec, KernelSpec
+
 SIZES = (2, 4, 6, 8)
 GEMM_TILE_SHAPES: list[tuple[int, int, int]] = list(itertools.product(SIZES, repeat=3))
 
@@ -116,26 +118,26 @@ def gemm_tile_ptx(m: int, n: int, k: int, target: str = "sm_90", version: str = 
     return "\n".join(head + body + tail)
 
 
-def gemm_tile_spec(m: int, n: int, k: int, threads: int = THREADS) -> dict:
-    """Launch spec as a plain JSON-able dict (KernelSpec arrives in kernels/spec.py later)."""
+def gemm_tile_spec(m: int, n: int, k: int, threads: int = THREADS, target: str = "sm_90") -> KernelSpec:
+    """The launch contract of gemm_tile(m, n, k): one thread per tile, `threads` tiles, 128-thread blocks."""
     _check(m, n, k)
     grid = -(-threads // BLOCK)
-    init = "uniform(-1,1)"
-    return {
-        "kernel": f"gemm_tile({m},{n},{k})",
-        "entry": kernel_name(m, n, k),
-        "m": m,
-        "n": n,
-        "k": k,
-        "block": [BLOCK, 1, 1],
-        "grid": [grid, 1, 1],
-        "threads": threads,
-        # Parameter order of the entry: A, B, C, count.
-        "buffers": [
-            {"name": "A", "dtype": "f32", "elements": threads * m * k, "role": "input", "init": init},
-            {"name": "B", "dtype": "f32", "elements": k * n, "role": "input", "init": init},
-            {"name": "C", "dtype": "f32", "elements": threads * m * n, "role": "output", "init": init},
-        ],
-        "scalars": [{"name": "count", "dtype": "u32", "value": threads}],
-        "alignment": ALIGNMENT,
-    }
+    name = kernel_name(m, n, k)
+    params = [f"{name}_param_{i}" for i in range(4)]
+    return KernelSpec(
+        kernel=f"gemm_tile({m},{n},{k})",
+        family="gemm_tile",
+        entry=name,
+        ptx=f"{name}.ptx",
+        grid=(grid, 1, 1),
+        block=(BLOCK, 1, 1),
+        args=(  # parameter order of the entry: A, B, C, count
+            ArgSpec(params[0], "buffer", "f32", threads * m * k, "input"),
+            ArgSpec(params[1], "buffer", "f32", k * n, "input"),
+            ArgSpec(params[2], "buffer", "f32", threads * m * n, "output"),
+            ArgSpec(params[3], "scalar", "u32", value=threads),
+        ),
+        alignment={p: ALIGNMENT for p in params[:3]},
+        arch=target,
+        notes=f"C_t = A_t({m}x{k}) . B({k}x{n}) per thread t < count; f32, scalar loads/FMAs/stores",
+    ).validate()

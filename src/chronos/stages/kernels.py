@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 from pathlib import Path
 
 import yaml
 
 from chronos.kernels.gemm_tile import gemm_tile_ptx, gemm_tile_spec, kernel_name
+from chronos.kernels.spec import KernelSpec, write_specs
 
 DEFAULTS = {"m": [2, 4, 6, 8], "n": [2, 4, 6, 8], "k": [2, 4, 6, 8], "target": "sm_90", "ptx_version": "8.0"}
 
@@ -25,14 +25,14 @@ def load_config(params_path: Path) -> dict:
     return {key: cfg.get(key, default) for key, default in DEFAULTS.items()}
 
 
-def write_gemm_tiles(cfg: dict, out: Path) -> list[dict]:
+def write_gemm_tiles(cfg: dict, out: Path) -> list[KernelSpec]:
     out.mkdir(parents=True, exist_ok=True)
     specs = []
     for m, n, k in itertools.product(cfg["m"], cfg["n"], cfg["k"]):
         ptx = gemm_tile_ptx(m, n, k, target=cfg["target"], version=str(cfg["ptx_version"]))
         (out / f"{kernel_name(m, n, k)}.ptx").write_text(ptx)
-        specs.append(gemm_tile_spec(m, n, k))
-    (out / "specs.json").write_text(json.dumps(specs, indent=1) + "\n")
+        specs.append(gemm_tile_spec(m, n, k, target=cfg["target"]))
+    write_specs(out / "specs.json", specs)
     return specs
 
 

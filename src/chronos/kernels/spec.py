@@ -1,0 +1,145 @@
+"""KernelSpec: the launch contract of a kernel — what a runner needs to launch, verify and time it.
+
+A spec names the PTX file and entry, the launch geometry, and every entry parameter in order: buffers
+(dtype, element count, role, how to initialise inputs) and scalars (a fixed value). `null` arguments are
+pointers the kernel never dereferences in this launch (Triton's two hidden scratch pointers) and are passed
+as 0. `alignment` is the contract on pointer parameters (bytes), which the transforms may rely on (it is
+copied into `Module.align_contract`); a runner must allocate so that it holds.
+
+Specs serialise to plain JSON (`to_json` / `from_json`); a family's specs live in one `specs.json` beside
+its PTX files.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from chronos.errors import ChronosError
+
+DTYPES = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i8": 1, "u8": 1, "i16": 2, "i32": 4, "u32": 4, "i64": 8,
+          "u64": 8}
+ROLES = ("input", "output", "inout", "null")
+_INIT = re.compile(r"^(uniform\(-?[\d.e+-]+,-?[\d.e+-]+\)|normal\(-?[\d.e+-]+,[\d.e+-]+\)|randint\(-?\d+,-?\d+\)"
+                   r"|zeros|arange|poison)$")
+
+
+class SpecError(ChronosError):
+    """A malformed or inconsistent kernel spec."""
+
+
+@dataclass(frozen=True)
+class ArgSpec:
+    """One entry parameter, in PTX parameter order."""
+
+    name: str
+    kind: str  # "buffer" | "scalar" | "null"
+    dtype: str
+    elements: int = 0  # buffers: element count
+    role: str = "input"  # buffers: input | output | inout
+    init: str = "uniform(-1,1)"  # buffers: how inputs are drawn (fresh per draw, seeded)
+    value: float | int | None = None  # scalars
+
+    @property
+    def nbytes(self) -> int:
+        return self.elements * DTYPES[self.dtype]
+
+    def validate(self, kernel: str) -> None:
+        where = f"{kernel}: argument {self.name!r}"
+        if self.kind not in ("buffer", "scalar", "null"):
+            raise SpecError(f"{where}: kind must be buffer, scalar or null, not {self.kind!r}")
+        if self.dtype not in DTYPES:
+            raise SpecError(f"{where}: unknown dtype {self.dtype!r}")
+        if self.kind == "buffer":
+            if self.elements <= 0 or self.role not in ("input", "output", "inout"):
+                raise SpecError(f"{where}: a buffer needs elements > 0 and role input/output/inout")
+            if not _INIT.match(self.init):
+                raise SpecError(f"{where}: bad init {self.init!r}")
+        if self.kind == "scalar" and self.value is None:
+            raise SpecError(f"{where}: a scalar needs a value")
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    kernel: str  # display name: "gemm_tile(4,6,8)", "softmax_r4096_c1024"
+    family: str  # "gemm_tile" | "triton"
+    entry: str  # the .entry name in the PTX
+    ptx: str  # PTX file, relative to the specs.json that lists this spec
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    args: tuple[ArgSpec, ...]
+    shared_bytes: int = 0  # dynamic shared memory per block
+    alignment: dict[str, int] = field(default_factory=dict)  # param name -> guaranteed byte alignment
+    arch: str = "sm_90"
+    notes: str = ""
+
+    @property
+    def outputs(self) -> list[ArgSpec]:
+        return [a for a in self.args if a.kind == "buffer" and a.role in ("output", "inout")]
+
+    @property
+    def threads(self) -> int:
+        g, b = self.grid, self.block
+        return g[0] * g[1] * g[2] * b[0] * b[1] * b[2]
+
+    def validate(self) -> KernelSpec:
+        if not self.args or not self.entry:
+            raise SpecError(f"{self.kernel}: a spec needs an entry and its arguments")
+        if len(self.grid) != 3 or len(self.block) != 3 or min(*self.grid, *self.block) < 1:
+            raise SpecError(f"{self.kernel}: grid and block are three positive ints")
+        for a in self.args:
+            a.validate(self.kernel)
+        if not self.outputs:
+            raise SpecError(f"{self.kernel}: no output buffer to verify")
+        names = [a.name for a in self.args]
+        if len(set(names)) != len(names):
+            raise SpecError(f"{self.kernel}: duplicate argument names")
+        return self
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["grid"], d["block"] = list(self.grid), list(self.block)
+        d["args"] = [{k: v for k, v in asdict(a).items() if v is not None} for a in self.args]
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict) -> KernelSpec:
+        try:
+            args = tuple(ArgSpec(**a) for a in d["args"])
+            spec = cls(kernel=d["kernel"], family=d["family"], entry=d["entry"], ptx=d["ptx"],
+                       grid=tuple(d["grid"]), block=tuple(d["block"]), args=args,
+                       shared_bytes=int(d.get("shared_bytes", 0)), alignment=dict(d.get("alignment", {})),
+                       arch=d.get("arch", "sm_90"), notes=d.get("notes", ""))
+        except (KeyError, TypeError, ValueError) as e:
+            raise SpecError(f"malformed kernel spec {d.get('kernel', '?') if isinstance(d, dict) else d!r}: "
+                            f"{e}") from e
+        return spec.validate()
+
+
+def write_specs(path: Path, specs: list[KernelSpec]) -> None:
+    path.write_text(json.dumps([s.to_json() for s in specs], indent=1) + "\n")
+
+
+def load_specs(path: Path) -> list[KernelSpec]:
+    """The specs listed in a specs.json (PTX paths stay relative to its folder: see `ptx_path`)."""
+    try:
+        raw = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise SpecError(f"cannot read kernel specs {path}: {e}") from e
+    return [KernelSpec.from_json(d) for d in raw]
+
+
+def ptx_path(specs_json: Path, spec: KernelSpec) -> Path:
+    return Path(specs_json).parent / spec.ptx
+
+
+def load_module(specs_json: Path, spec: KernelSpec):
+    """Parse the spec's PTX and attach its alignment contract, ready for chronos.transforms."""
+    from chronos.ptx import parse
+
+    path = ptx_path(specs_json, spec)
+    module = parse(path.read_text(), file=str(path))
+    module.align_contract.update(spec.alignment)
+    return module
