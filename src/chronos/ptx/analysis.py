@@ -12,8 +12,10 @@ from chronos.ptx.ir import (
     Addr,
     Comment,
     Function,
+    Imm,
     Instruction,
     Label,
+    Reg,
     RegDecl,
     ScopeClose,
     ScopeOpen,
@@ -76,35 +78,30 @@ def defs_uses(ins: Instruction) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 def _defs_uses(ins: Instruction) -> tuple[tuple[str, ...], tuple[str, ...]]:
     ops = ins.operands
-    defs: list[str] = []
-    uses: list[str] = []
-    key = _op_key(ins)
-    first_is_dest = bool(ops) and key not in _NO_DEF_OPS and ins.op not in _NO_DEF_OPS \
-        and not isinstance(ops[0], Addr)
-    if ins.op == "call":
+    op = ins.opcode.partition(".")[0]
+    if op == "call":
         # call{.uni} (ret), func, (args): the first parenthesised list, if two lists are given, is written.
         raws = [o for o in ops if not isinstance(o, Sym)]
-        if len(raws) >= 2:
-            defs.extend(operand_regs(raws[0]))
-            for o in raws[1:]:
-                uses.extend(operand_regs(o))
-        else:
-            for o in raws:
-                uses.extend(operand_regs(o))
-        first_is_dest = False
-        ops = []
-    if first_is_dest:
-        d = ops[0]
+        written = operand_regs(raws[0]) if len(raws) >= 2 else []
+        read = [r for o in raws[1 if len(raws) >= 2 else 0:] for r in operand_regs(o)]
+        return _dedupe(written), _dedupe(read + ([ins.pred] if ins.pred else []))
+    defs: list[str] = []
+    uses: list[str] = []
+    if ops and op not in _NO_DEF_OPS and _op_key(ins) not in _NO_DEF_OPS and not isinstance(ops[0], Addr):
         # `%p|%q` (setp, shfl, elect) is kept as Raw text; every register in it is a destination.
-        defs.extend(r for r in operand_regs(d) if r != "_")
-        rest = ops[1:]
-        if ins.op in ("wgmma", "mma") or (ins.pred is not None):
+        first = ops[0]
+        defs = [first.name] if type(first) is Reg else operand_regs(first)
+        if op == "mma" or ins.pred is not None:
             uses.extend(defs)
+        rest = ops[1:]
     else:
         rest = ops
     for o in rest:
-        uses.extend(operand_regs(o))
-    if ins.op == "wgmma" and ins.opcode.startswith("wgmma.mma_async") and ops:
+        if type(o) is Reg:
+            uses.append(o.name)
+        elif type(o) is not Imm:
+            uses.extend(operand_regs(o))
+    if op == "wgmma" and ops and ins.opcode.startswith("wgmma.mma_async"):
         # the accumulator vector is operand 0 and is read when scale-d is set: count it as used
         defs.extend(operand_regs(ops[0]))
         uses.extend(operand_regs(ops[0]))
@@ -114,6 +111,10 @@ def _defs_uses(ins: Instruction) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 
 def _dedupe(xs: list[str]) -> tuple[str, ...]:
+    if len(xs) == 1:  # the common cases first: this runs for every instruction of every transform
+        return () if xs[0] == "_" else (xs[0],)
+    if not xs:
+        return ()
     return tuple(dict.fromkeys(x for x in xs if x != "_"))
 
 
@@ -142,6 +143,9 @@ _STRONG = {"volatile", "relaxed", "acquire", "release", "mmio", "cta", "gpu", "s
 
 def memory_op(ins: Instruction) -> MemOp | None:
     """Classify a memory instruction, or None if the instruction does not access memory. Memoised."""
+    op = ins.opcode.partition(".")[0]
+    if op not in _MEMORY_OPS:
+        return None  # the common case, decided without the memo
     return _memo(ins, "_memory_op", _memory_op)
 
 
@@ -189,15 +193,18 @@ def is_ordering_point(s: Statement) -> bool:
         return s.inline_asm is not None
     if not isinstance(s, Instruction):
         return False  # .reg / .loc / local declarations do not execute
-    return _memo(s, "_ordering", _instruction_orders)
+    return _instruction_orders(s)
 
 
 def _instruction_orders(s: Instruction) -> bool:
-    key = _op_key(s)
-    if key in _ORDERING_OPS or s.op in _ORDERING_OPS:
+    op = s.opcode.partition(".")[0]
+    if op in _ORDERING_OPS or _op_key(s) in _ORDERING_OPS:
         return True
-    if any(r in _TIMERS for r in defs_uses(s)[1]):
-        return True  # moving a clock read would change what it measures
+    for o in s.operands:
+        if type(o) is Reg and o.name in _TIMERS:
+            return True  # moving a clock read would change what it measures
+    if op not in _MEMORY_OPS:
+        return False
     mem = memory_op(s)
     return mem is not None and mem.volatile
 

@@ -27,9 +27,8 @@ _ALIASING = {"global", "shared", "local", "generic"}
 _SFU = {"ex2", "lg2", "rcp", "sqrt", "rsqrt", "sin", "cos", "tanh"}
 
 
-def latency(ins: Instruction) -> int:
+def latency(ins: Instruction, mem=None) -> int:
     """A coarse latency model (cycles) used only to rank critical paths."""
-    mem = memory_op(ins)
     if mem is not None:
         if mem.kind in ("load", "prefetch"):
             return {"global": 400, "generic": 400, "local": 400, "shared": 30}.get(mem.space, 10)
@@ -45,8 +44,14 @@ def _may_alias(a: str, b: str) -> bool:
     return a == b or ("generic" in (a, b) and a in _ALIASING and b in _ALIASING)
 
 
-def dependency_dag(instrs: list[Instruction]) -> list[set[int]]:
+_SPACES = ("global", "shared", "local", "generic", "param", "const")
+_ALIASES = {a: tuple(b for b in _SPACES if _may_alias(a, b)) for a in _SPACES}
+
+
+def dependency_dag(instrs: list[Instruction], mems: list | None = None) -> list[set[int]]:
     """preds[j] = indices i < j that must stay before j (register and memory dependencies)."""
+    if mems is None:
+        mems = [memory_op(i) for i in instrs]
     preds: list[set[int]] = [set() for _ in instrs]
     last_def: dict[str, int] = {}
     uses_since_def: dict[str, list[int]] = {}
@@ -66,10 +71,10 @@ def dependency_dag(instrs: list[Instruction]) -> list[set[int]]:
         for r in d:
             last_def[r] = j
             uses_since_def[r] = []
-        mem = memory_op(ins)
+        mem = mems[j]
         if mem is None:
             continue
-        spaces = [c for c in set(last_store) | set(loads_since) | {mem.space} if _may_alias(mem.space, c)]
+        spaces = _ALIASES.get(mem.space, (mem.space,))
         is_load = mem.kind in ("load", "prefetch")
         for c in spaces:
             if c in last_store:
@@ -86,20 +91,12 @@ def dependency_dag(instrs: list[Instruction]) -> list[set[int]]:
     return preds
 
 
-def _is_load(ins: Instruction) -> bool:
-    mem = memory_op(ins)
-    return mem is not None and mem.kind in ("load", "prefetch")
-
-
-def _is_store(ins: Instruction) -> bool:
-    mem = memory_op(ins)
-    return mem is not None and mem.kind not in ("load", "prefetch")
-
-
 def schedule(instrs: list[Instruction], heuristic: str) -> list[int]:
     """A topological order of the region's DAG chosen by `heuristic` (cp, il, lf, sl)."""
     n = len(instrs)
-    preds = dependency_dag(instrs)
+    mems = [memory_op(i) for i in instrs]
+    loads = [m is not None and m.kind in ("load", "prefetch") for m in mems]
+    preds = dependency_dag(instrs, mems)
     succs: list[list[int]] = [[] for _ in range(n)]
     for j, ps in enumerate(preds):
         for i in ps:
@@ -107,17 +104,17 @@ def schedule(instrs: list[Instruction], heuristic: str) -> list[int]:
     if heuristic == "cp":
         height = [0] * n
         for i in range(n - 1, -1, -1):
-            height[i] = latency(instrs[i]) + max((height[s] for s in succs[i]), default=0)
+            below = succs[i]
+            height[i] = latency(instrs[i], mems[i]) + (max([height[s] for s in below]) if below else 0)
         key = [(-height[i], i) for i in range(n)]
     elif heuristic == "lf":
-        key = [(0 if _is_load(instrs[i]) else 1, i) for i in range(n)]
+        key = [(0 if loads[i] else 1, i) for i in range(n)]
     elif heuristic == "sl":
-        key = [(1 if _is_store(instrs[i]) else 0, i) for i in range(n)]
+        key = [(1 if mems[i] is not None and not loads[i] else 0, i) for i in range(n)]
     elif heuristic == "il":
         key = [(0, i) for i in range(n)]
     else:
         raise ValueError(f"unknown reorder heuristic {heuristic!r}")
-    loads = [_is_load(x) for x in instrs]
     waiting = [len(p) for p in preds]
     ready = [[], []]  # il keeps loads (0) and the rest (1) apart; the others use ready[0] only
     for i in range(n):
@@ -155,16 +152,17 @@ def reorder(module: Module, heuristic: str) -> Module:
     def rewrite(fn: Function) -> list[Statement] | None:
         nonlocal changed
         body = fn.body or []
+        free = [_movable(st) or _attached(st) for st in body]  # computed once: the analyses are not free
         out: list[Statement] = []
         i = 0
         while i < len(body):
-            if not (_movable(body[i]) or _attached(body[i])):
+            if not free[i]:
                 out.append(body[i])
                 i += 1
                 continue
             units: list[list[Statement]] = []  # each: attached statements + one instruction
             pending: list[Statement] = []
-            while i < len(body) and (_movable(body[i]) or _attached(body[i])):
+            while i < len(body) and free[i]:
                 pending.append(body[i])
                 if isinstance(body[i], Instruction):
                     units.append(pending)
