@@ -23,6 +23,16 @@ rule predict:
         "src/chronos/ptx/parser.py",
         "src/chronos/ptx/lexer.py",
         "src/chronos/ptx/ir.py",
+        "src/chronos/ptx/analysis.py",
+        "src/chronos/ptx/printer.py",
+        "src/chronos/transforms/__init__.py",
+        "src/chronos/transforms/base.py",
+        "src/chronos/transforms/alignment.py",
+        "src/chronos/transforms/vectorize.py",
+        "src/chronos/transforms/cache_hints.py",
+        "src/chronos/transforms/register_budget.py",
+        "src/chronos/transforms/reorder.py",
+        "src/chronos/transforms/prefetch.py",
     output:
         "reports/predictions.json",
     params:

@@ -1,0 +1,53 @@
+"""KernelSpec: JSON round trip, validation errors that name the kernel, module loading with the contract."""
+
+import json
+
+import pytest
+
+from chronos.kernels.gemm_tile import gemm_tile_spec
+from chronos.kernels.spec import ArgSpec, KernelSpec, SpecError, load_module, load_specs, write_specs
+
+
+def test_json_round_trip(tmp_path):
+    specs = [gemm_tile_spec(2, 4, 6), gemm_tile_spec(8, 8, 8)]
+    write_specs(tmp_path / "specs.json", specs)
+    assert load_specs(tmp_path / "specs.json") == specs
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"grid": [0, 1, 1]}, "grid and block"),
+    ({"args": [{"name": "x", "kind": "buffer", "dtype": "f99", "elements": 4}]}, "unknown dtype"),
+    ({"args": [{"name": "x", "kind": "buffer", "dtype": "f32", "elements": 4, "role": "input"}]}, "no output"),
+    ({"args": [{"name": "x", "kind": "scalar", "dtype": "u32"}]}, "needs a value"),
+    ({"args": [{"name": "x", "kind": "buffer", "dtype": "f32", "elements": 4, "role": "output",
+                "init": "__import__('os')"}]}, "bad init"),
+    ({"entry": ""}, "needs an entry"),
+])
+def test_validation_names_the_kernel(change, message):
+    d = {**gemm_tile_spec(2, 2, 2).to_json(), **change}
+    with pytest.raises(SpecError, match=message) as e:
+        KernelSpec.from_json(d)
+    assert "gemm_tile(2,2,2)" in str(e.value)
+
+
+def test_malformed_json_is_a_spec_error(tmp_path):
+    (tmp_path / "specs.json").write_text("[{")
+    with pytest.raises(SpecError, match="cannot read"):
+        load_specs(tmp_path / "specs.json")
+    (tmp_path / "specs.json").write_text(json.dumps([{"kernel": "k"}]))
+    with pytest.raises(SpecError, match="malformed kernel spec 'k'"):
+        load_specs(tmp_path / "specs.json")
+
+
+def test_load_module_carries_the_alignment_contract(tmp_path):
+    from chronos.kernels.gemm_tile import gemm_tile_ptx
+
+    spec = gemm_tile_spec(4, 6, 4)
+    (tmp_path / spec.ptx).write_text(gemm_tile_ptx(4, 6, 4).replace(".align 16", ".align 4"))
+    module = load_module(tmp_path / "specs.json", spec)
+    assert module.align_contract == spec.alignment
+    assert module.entry().name == spec.entry
+
+
+def test_arg_bytes():
+    assert ArgSpec("a", "buffer", "f16", 10, "output").nbytes == 20
