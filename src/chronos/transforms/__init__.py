@@ -57,8 +57,12 @@ def _precheck(module: Module, action: str, applied: Iterable[str]) -> str | None
     return None
 
 
-def apply(module: Module, action: str) -> Module:
-    """Apply one transform; raise IllegalActionError (with the reason) when it is not legal."""
+def apply(module: Module, action: str, *, defer_ptxas: bool = False) -> Module:
+    """Apply one transform; raise IllegalActionError (with the reason) when it is not legal.
+
+    defer_ptxas=True skips the ptxas verdict on register budgets: the caller compiles the result anyway and
+    must treat a ptxas refusal as an illegal variant (the exhaustive search does, to avoid one ptxas run
+    per budget per prefix)."""
     if action not in TRANSFORMS:
         if action == "stop":
             raise IllegalActionError(action, "stop is not a transform", kernel=_kernel_name(module))
@@ -66,7 +70,10 @@ def apply(module: Module, action: str) -> Module:
     reason = _precheck(module, action, module.applied)
     if reason is None:
         try:
-            out = TRANSFORMS[action](module)
+            if defer_ptxas and action.startswith("maxnreg_"):
+                out = set_maxnreg(module, int(action.split("_")[1]), verify=False)
+            else:
+                out = TRANSFORMS[action](module)
         except NotApplicable as e:
             reason = str(e)
         else:

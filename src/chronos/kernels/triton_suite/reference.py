@@ -1,0 +1,103 @@
+"""Torch side of the suite (GPU generation only; imports torch): draw inputs as a spec says, lay them out
+as a case says (offsets included), and compute float64 references with tolerances by output dtype."""
+
+from __future__ import annotations
+
+import re
+
+import torch
+import torch.nn.functional as F
+
+from chronos.kernels.triton_suite.cases import Buf, Case
+
+TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16, "i64": torch.int64,
+                "i32": torch.int32}
+TOL = {"f32": (1e-4, 1e-4), "f16": (1e-2, 1e-2), "bf16": (3e-2, 2e-2)}  # (atol, rtol) by output dtype
+
+
+def draw(dtype: str, n: int, init: str, gen: torch.Generator) -> torch.Tensor:
+    """A flat tensor of n elements drawn as `init` says (randint's upper bound is inclusive)."""
+    dev = gen.device
+    kind, _, rest = init.partition("(")
+    p = [float(v) for v in rest.rstrip(")").split(",")] if rest else []
+    if kind == "normal":
+        t = torch.randn(n, generator=gen, device=dev) * p[1] + p[0]
+    elif kind == "uniform":
+        t = torch.rand(n, generator=gen, device=dev) * (p[1] - p[0]) + p[0]
+    elif kind == "randint":
+        t = torch.randint(int(p[0]), int(p[1]) + 1, (n,), generator=gen, device=dev)
+    elif kind == "zeros":
+        t = torch.zeros(n, device=dev)
+    else:
+        raise ValueError(f"no draw for init {init!r}")
+    return t.to(TORCH_DTYPES[dtype])
+
+
+def poisoned(dtype: str, n: int, offset: int = 0) -> torch.Tensor:
+    """n elements filled with 0xFF bytes (NaN for floats) inside an allocation, `offset` elements in."""
+    store = torch.empty(n + offset, dtype=TORCH_DTYPES[dtype], device="cuda")
+    store.view(torch.uint8).fill_(0xFF)
+    return store[offset:]
+
+
+def place(buf: Buf, flat: torch.Tensor | None) -> torch.Tensor:
+    """The buffer as the kernel sees it: `flat`'s values (or poison) at `buf.offset` elements into a fresh
+    allocation, shaped `buf.shape`."""
+    t = poisoned(buf.dtype, buf.elements, buf.offset)
+    if flat is not None:
+        t.copy_(flat)
+    return t.view(buf.shape)
+
+
+def _rows(x: torch.Tensor, n: dict) -> torch.Tensor:
+    return x[:, : n["n_cols"]].double()
+
+
+def expected(case: Case, t: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Float64 references for the case's output buffers, from its (placed) input tensors `t`."""
+    d = {k: (v.double() if v.is_floating_point() else v) for k, v in t.items()}
+    n = {a.name: a.value for a in case.args if not isinstance(a, Buf)}
+    k = case.kernel
+    if k == "silu_mul_kernel":
+        return {"out": F.silu(d["x"]) * d["y"]}
+    if k == "gelu_kernel":
+        return {"out": F.gelu(d["x"], approximate="tanh" if case.const["APPROX"] else "none")}
+    if k == "add_relu_kernel":
+        return {"out": torch.relu(d["x"] + d["y"])}
+    if k == "row_sum_kernel":
+        return {"out": _rows(d["x"], n).sum(1)}
+    if k == "row_max_kernel":
+        return {"out": _rows(d["x"], n).amax(1)}
+    if k == "softmax_kernel":
+        return {"out": torch.softmax(_rows(d["x"], n), 1)}
+    if k == "layernorm_kernel":
+        return {"out": F.layer_norm(_rows(d["x"], n), (n["n_cols"],), d["w"], d["b"], n["eps"])}
+    if k == "rmsnorm_kernel":
+        x = _rows(d["x"], n)
+        return {"out": x * torch.rsqrt((x * x).mean(1, keepdim=True) + n["eps"]) * d["w"]}
+    if k == "matmul_kernel":
+        return {"c": d["a"] @ d["b"]}
+    if k == "attention_kernel":
+        s = d["q"] @ d["k"].transpose(1, 2) / case.const["HEAD_DIM"] ** 0.5
+        return {"o": torch.softmax(s, -1) @ d["v"]}
+    if k == "cross_entropy_kernel":
+        return {"loss": F.cross_entropy(_rows(d["logits"], n), d["target"], reduction="none")}
+    if k == "rotary_kernel":
+        half = case.const["HALF"]
+        x1, x2 = d["x"][..., :half], d["x"][..., half:]
+        c, s = d["cos"][:, None, :], d["sin"][:, None, :]
+        return {"out": torch.cat([x1 * c - x2 * s, x2 * c + x1 * s], -1)}
+    if k == "transpose_kernel":
+        return {"out": d["x"].T}
+    raise KeyError(f"no reference for {k}")
+
+
+def tolerance(case: Case, out: Buf) -> tuple[float, float]:
+    if case.kernel == "matmul_kernel":  # long dot products: scale with the reduction length
+        kk = next(a.value for a in case.args if a.name == "K")
+        prec = "tf32" if re.search(r"tf32", case.name) else out.dtype
+        atol, rtol = {"f32": (1e-3, 1e-4), "tf32": (5e-2, 1e-2), "f16": (5e-2, 1e-2), "bf16": (2e-1, 2e-2)}[prec]
+        return atol * max(1.0, kk / 512), rtol
+    if case.kernel == "cross_entropy_kernel":
+        return 1e-3, 1e-4
+    return TOL[out.dtype]

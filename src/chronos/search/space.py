@@ -1,0 +1,82 @@
+"""The variant space: a variant is a function of the *set* of applied actions, realised in one canonical order.
+
+Making the space a set space keeps it finite and lets the atlas be complete: every rollout, in any order,
+lands on a variant that `realize(root, set)` reproduces exactly (same PTX, so the same store record).
+
+Canonical order and why: vectorise first (the hints and prefetches then see the final accesses), then
+split_ld (it leaves vec_ld's vectors alone, so the pair means "vectorise scalars, split the original
+vectors"), cache hints (qualifiers only), prefetches (new instructions, so that a reorder schedules them
+too), reorder, and the register budget last (a directive; ptxas decides its legality on the final text).
+Order-sensitive pairs, all resolved by that order: vec_ld/split_ld (see above); prefetch/reorder (a
+prefetch inserted after a reorder would not be scheduled); reorder/vec_* (vectors change the DAG).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from chronos.actions import ACTION_NAMES, CONFLICT_GROUPS, GROUP_OF
+from chronos.errors import IllegalActionError
+from chronos.ptx.ir import Module
+from chronos.transforms import apply
+
+CANONICAL_ORDER: tuple[str, ...] = (
+    "vec_ld", "vec_st", "split_ld",
+    "cache_cs", "cache_cg", "cache_ca", "cache_cv",
+    "st_cache_cs", "st_cache_wt", "st_cache_wb",
+    "prefetch_L1", "prefetch_L2",
+    "reorder_cp", "reorder_il", "reorder_lf", "reorder_sl",
+    "maxnreg_32", "maxnreg_64", "maxnreg_128", "maxnreg_255",
+)
+assert sorted(CANONICAL_ORDER) == sorted(a for a in ACTION_NAMES if a != "stop")
+_RANK = {a: i for i, a in enumerate(CANONICAL_ORDER)}
+
+# The decision slots of the space in canonical order: each slot takes none or exactly one of its actions.
+SLOTS: tuple[tuple[str, ...], ...] = (
+    ("vec_ld",), ("vec_st",), ("split_ld",),
+    CONFLICT_GROUPS["load_cache_hint"], CONFLICT_GROUPS["store_cache_hint"], CONFLICT_GROUPS["prefetch"],
+    CONFLICT_GROUPS["reorder"], CONFLICT_GROUPS["register_budget"],
+)
+
+
+def canonical(actions: Iterable[str]) -> tuple[str, ...]:
+    """The actions as a set, in canonical order (`stop` dropped). Raises on conflicting members."""
+    acts = sorted({a for a in actions if a != "stop"}, key=_RANK.__getitem__)
+    groups = [GROUP_OF[a] for a in acts if a in GROUP_OF]
+    if len(groups) != len(set(groups)):
+        raise IllegalActionError("+".join(acts), "two actions of one conflict group")
+    return tuple(acts)
+
+
+def realize(root: Module, actions: Iterable[str]) -> Module | None:
+    """The variant of `root` for this action set (canonical order), or None if some step is illegal there."""
+    module = root
+    try:
+        for a in canonical(actions):
+            module = apply(module, a)
+    except IllegalActionError:
+        return None
+    return module
+
+
+def enumerate_sets(root: Module, *, defer_ptxas: bool = True) -> Iterator[tuple[tuple[str, ...], Module]]:
+    """Every legal action set with its variant (the empty set first), by depth-first search over the slots
+    in canonical order, so that common prefixes are transformed once.
+
+    By default register budgets are not checked with ptxas here: the measurement compiles every variant
+    anyway and records a refused budget as an invalid variant ("ptxas_error"), which saves one ptxas run
+    per budget per prefix."""
+
+    def dfs(slot: int, module: Module, acts: tuple[str, ...]):
+        if slot == len(SLOTS):
+            yield acts, module
+            return
+        yield from dfs(slot + 1, module, acts)
+        for a in SLOTS[slot]:
+            try:
+                nxt = apply(module, a, defer_ptxas=defer_ptxas)
+            except IllegalActionError:
+                continue
+            yield from dfs(slot + 1, nxt, (*acts, a))
+
+    yield from dfs(0, root, ())
