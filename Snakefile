@@ -22,6 +22,7 @@ def tracked_params(*keys):
 
 include: "workflow/rules/kernels.smk"
 include: "workflow/rules/policy.smk"
+include: "workflow/rules/measure.smk"
 
 
 rule all:
@@ -29,3 +30,6 @@ rule all:
         "data/kernels/gemm_tile",
         "models/untrained.pt",
         "reports/predictions.json",
+        "reports/baseline.json",
+        "data/demos/trajectories.jsonl",
+        "reports/greedy_results.json",

@@ -1,0 +1,87 @@
+"""Which phase of a measurement faults for one kernel? Each phase runs in its own process (a fault poisons
+the CUDA context). GPU only.
+
+    python scripts/gpu_diag_kernel.py KERNEL [--ptxas PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+PHASES = ("jit_run", "cubin_run", "cubin_time", "cycles_run")
+
+
+def _spec(name: str):
+    from chronos.kernels.spec import load_specs
+
+    for specs_json in sorted(Path("data/kernels").glob("*/specs.json")):
+        for s in load_specs(specs_json):
+            if s.kernel == name:
+                return specs_json, s
+    raise SystemExit(f"no kernel {name}")
+
+
+def phase(name: str, which: str, ptxas: str | None) -> None:
+    from chronos.kernels.spec import ptx_path
+    from chronos.measure.config import MeasureConfig
+    from chronos.measure.instrument import instrument_text
+    from chronos.measure.runner import GpuRunner
+    from chronos.toolchain import assemble
+
+    specs_json, spec = _spec(name)
+    ptx = ptx_path(specs_json, spec).read_text()
+    cfg = MeasureConfig(reps=5, cycle_samples=5, warmup=1)
+    r = GpuRunner(0)
+    bufs = r._alloc(spec)
+    args = r._args(spec, bufs)
+    inputs = r._inputs(spec, cfg.seed, 0, cfg.poison_byte)
+    if which == "jit_run":
+        import pycuda.driver as drv
+
+        from chronos.measure.runner import _Kernel
+
+        k = _Kernel.__new__(_Kernel)
+        k.module = drv.module_from_buffer(ptx.encode())
+        k.func = k.module.get_function(spec.entry)
+        if spec.shared_bytes > 48 * 1024:
+            k.func.set_attribute(drv.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, spec.shared_bytes)
+        from chronos.measure.runner import _TYPECODE
+
+        k.func.prepare("".join("P" if a.kind in ("buffer", "null") else _TYPECODE[a.dtype] for a in spec.args))
+        k.spec = spec
+    else:
+        res = assemble(ptx, cfg.arch, ptxas=ptxas)
+        k = r._kernel("x", res.cubin, spec)
+    if which in ("jit_run", "cubin_run"):
+        out = r._run_once(k, spec, bufs, args, inputs, cfg)
+        print(which, "ok", {n: float(v.astype("float64").sum()) for n, v in out.items()})
+    elif which == "cubin_time":
+        r._upload(spec, bufs, inputs, cfg.poison_byte)
+        print(which, "ok", r._time(k, args, cfg))
+    else:
+        inst = assemble(instrument_text(ptx, spec.entry), cfg.arch, ptxas=ptxas)
+        r._upload(spec, bufs, inputs, cfg.poison_byte)
+        print(which, "ok", r._cycles(r._kernel("y", inst.cubin, spec, extra_ptr=True), spec, args, cfg))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("kernel")
+    ap.add_argument("--ptxas")
+    ap.add_argument("--phase", choices=PHASES)
+    a = ap.parse_args()
+    if a.phase:
+        phase(a.kernel, a.phase, a.ptxas)
+        return
+    for p in PHASES:
+        cmd = [sys.executable, __file__, a.kernel, "--phase", p] + (["--ptxas", a.ptxas] if a.ptxas else [])
+        r = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=120)
+        tail = (r.stdout + r.stderr).strip().splitlines()[-1:] or [""]
+        print(f"{p}: exit {r.returncode}: {tail[0][:300]}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,255 @@
+"""Measurement backends: `measure(spec, variants) -> list[Record]`, one record per variant, in order.
+
+* GpuBackend: compiles with ptxas on a thread pool (CPU cores) while the worker pool measures on the GPU;
+  every answer is stored as it comes; a variant already in the store (same kernel, PTX, config, GPU, ptxas)
+  is not measured again, nor is a cubin whose SASS was already measured (the record is copied).
+* ReplayBackend: answers from the store only; a miss raises MeasurementMissError.
+* make_backend("gpu" | "replay" | "auto", store_path, config): auto = gpu if a CUDA GPU is visible.
+"""
+
+from __future__ import annotations
+
+import base64
+import concurrent.futures as cf
+import hashlib
+import multiprocessing
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from chronos.errors import PtxasError
+from chronos.kernels.spec import KernelSpec
+from chronos.measure.config import MeasureConfig, MeasureError, Variant, sha256_text
+from chronos.measure.store import Record, Store
+
+
+class MeasurementMissError(MeasureError):
+    """The replay store holds no measurement for a requested variant."""
+
+    def __init__(self, kernel: str, actions: tuple[str, ...], ptx_sha256: str, config_hash: str, store: Path):
+        self.kernel, self.actions, self.ptx_sha256 = kernel, actions, ptx_sha256
+        acts = "+".join(actions) if actions else "(baseline, no actions)"
+        super().__init__(
+            f"no measurement in {store} for kernel {kernel}, actions {acts}, ptx sha256 {ptx_sha256}, "
+            f"measure config {config_hash}; measure it on a GPU machine (measure.backend: gpu) and commit the store",
+            repro=f"python -m chronos.stages.baseline --backend gpu --store {store}")
+
+
+class MeasurementBackend(Protocol):
+    def measure(self, spec: KernelSpec, variants: list[Variant], *,
+                baseline_ptx: str | None = None) -> list[Record]: ...
+
+    def provenance(self) -> dict: ...
+
+
+@dataclass
+class Compiled:
+    cubin: bytes
+    sha: str
+    registers: int
+    spills: int
+    cycles: tuple[str, bytes] | None
+    note: str = ""
+
+
+def compile_variant(ptx: str, spec: KernelSpec, arch: str, ptxas: str | None, with_cycles: bool = True) -> Compiled:
+    """ptxas the PTX (raises PtxasError) and, for cycles, its %clock64-instrumented twin."""
+    from chronos.measure.instrument import instrument_text
+    from chronos.toolchain import assemble
+
+    res = assemble(ptx, arch, ptxas=ptxas, name="variant")
+    e = res.entries.get(spec.entry)
+    regs = e.registers if e else 0
+    spills = (e.spill_stores + e.spill_loads) if e else 0
+    cycles, note = None, ""
+    if with_cycles:
+        try:
+            inst = assemble(instrument_text(ptx, spec.entry), arch, ptxas=ptxas, name="cycles")
+            cycles = (hashlib.sha256(inst.cubin).hexdigest(), inst.cubin)
+        except Exception as ex:  # noqa: BLE001 - no cycles for this variant, said in its log
+            note = f"no cycle instrumentation: {ex}"
+    return Compiled(res.cubin, hashlib.sha256(res.cubin).hexdigest(), regs, spills, cycles, note)
+
+
+def _b64(sha: str, cubin: bytes) -> list:
+    return [sha, base64.b64encode(cubin).decode()]
+
+
+class GpuBackend:
+    """Pool + store. Use as a context manager (or call close()) to stop the workers."""
+
+    def __init__(self, store_path: str | Path, config: MeasureConfig | None = None, *,
+                 ptxas: str | None = None, worker_argv=None):
+        from chronos.measure.pool import WORKER_ARGV, WorkerPool
+        from chronos.toolchain import find_ptxas, ptxas_version
+
+        self.config = config or MeasureConfig()
+        self.store = Store(store_path)
+        self.ptxas = str(ptxas or find_ptxas())
+        self.ptxas_version = ptxas_version(self.ptxas)
+        self.pool = WorkerPool(self.config.gpus, argv=worker_argv or WORKER_ARGV, watchdog_s=self.config.watchdog_s,
+                               startup_timeout_s=self.config.startup_timeout_s)
+        self.info = self.pool.start()
+        # Processes, not threads: instrumenting a variant parses and prints PTX in Python, which would
+        # serialise on the GIL. spawn, not fork: the pool's watchdog threads are already running.
+        self.executor = cf.ProcessPoolExecutor(self.config.compile_workers or os.cpu_count() or 4,
+                                               mp_context=multiprocessing.get_context("spawn"))
+
+    def provenance(self) -> dict:
+        return {"gpu": self.info.get("gpu", "?"), "driver": self.info.get("driver", "?"), "ptxas": self.ptxas_version}
+
+    def _record(self, spec: KernelSpec, v: Variant, **kw) -> Record:
+        base = {"kernel": spec.kernel, "ptx_sha256": v.ptx_sha256, "cubin_sha256": "", "gpu": self.info["gpu"],
+                "driver": self.info["driver"], "ptxas": self.ptxas_version,
+                "config_hash": self.config.config_hash(), "actions": tuple(v.actions), "valid": False}
+        base.update(kw)
+        return self.store.insert(Record(**base))
+
+    def measure(self, spec: KernelSpec, variants: list[Variant], *,
+                baseline_ptx: str | None = None) -> list[Record]:
+        return self.measure_many([(spec, variants, baseline_ptx)])[0]
+
+    def measure_many(self, groups: list[tuple[KernelSpec, list[Variant], str | None]]) -> list[list[Record]]:
+        """Several kernels' variants in one pipelined run: ptxas for all of them runs on the thread pool
+        while the GPU measures whichever is compiled first. Returns one list of records per group."""
+        cfg, ch, gpu = self.config, self.config.config_hash(), self.info["gpu"]
+        results: list[list[Record | None]] = [[None] * len(vs) for _, vs, _ in groups]
+        bases: dict[int, cf.Future] = {}
+        futs: dict[cf.Future, tuple[int, int]] = {}
+        for g, (spec, variants, baseline_ptx) in enumerate(groups):
+            if baseline_ptx is None:
+                baseline_ptx = next((v.ptx for v in variants if not v.actions), None)
+                if baseline_ptx is None:
+                    raise MeasureError(f"{spec.kernel}: no baseline PTX (pass baseline_ptx or a variant with no actions)")
+            todo = []
+            for i, v in enumerate(variants):
+                rec = self.store.latest(spec.kernel, v.ptx_sha256, ch, gpu=gpu, ptxas=self.ptxas_version)
+                if rec is not None:
+                    results[g][i] = rec
+                else:
+                    todo.append(i)
+            if todo:
+                bases[g] = self.executor.submit(compile_variant, baseline_ptx, spec, cfg.arch, self.ptxas, False)
+                for i in todo:
+                    futs[self.executor.submit(compile_variant, variants[i].ptx, spec, cfg.arch, self.ptxas)] = (g, i)
+        compiled: dict[tuple[int, int], Compiled] = {}
+        first_of: dict[tuple[str, str], tuple[int, int]] = {}  # (kernel, cubin sha) -> job measuring it
+        copies: list[tuple[tuple[int, int], tuple[int, int]]] = []
+
+        def jobs():
+            for fut in cf.as_completed(futs):
+                g, i = futs[fut]
+                spec, variants, _ = groups[g]
+                v = variants[i]
+                try:
+                    base = bases[g].result()
+                except PtxasError as e:
+                    results[g][i] = self._record(spec, v, reason="baseline_ptxas_error", log=f"{e}\n{e.log}")
+                    continue
+                try:
+                    c = fut.result()
+                except PtxasError as e:
+                    results[g][i] = self._record(spec, v, reason="ptxas_error", log=f"{e}\n{e.log}")
+                    continue
+                compiled[g, i] = c
+                prior = self.store.latest_by_cubin(c.sha, ch, kernel=spec.kernel, gpu=gpu)
+                if prior is not None:
+                    results[g][i] = self._copy(spec, v, c, prior)
+                    continue
+                if (spec.kernel, c.sha) in first_of:
+                    copies.append(((g, i), first_of[spec.kernel, c.sha]))
+                    continue
+                first_of[spec.kernel, c.sha] = (g, i)
+                yield {"id": f"{g}:{i}", "op": "measure", "spec": spec.to_json(), "config": cfg.to_json(),
+                       "baseline": _b64(base.sha, base.cubin), "variant": _b64(c.sha, c.cubin),
+                       "cycles": _b64(*c.cycles) if c.cycles else None, "_base": base.sha}
+
+        def on_result(job: dict, ans: dict) -> None:
+            g, i = map(int, job["id"].split(":"))
+            spec, variants, _ = groups[g]
+            c = compiled[g, i]
+            cyc, tm = ans.get("cycles") or {}, ans.get("time_ms") or {}
+            log = "\n".join(x for x in (ans.get("log", ""), c.note) if x)
+            results[g][i] = self._record(
+                spec, variants[i], cubin_sha256=c.sha, valid=bool(ans.get("valid")), reason=ans.get("reason", ""),
+                log=log, cycles_median=cyc.get("median"), cycles_iqr=cyc.get("iqr"),
+                time_ms_median=tm.get("median"), time_ms_iqr=tm.get("iqr"), registers=c.registers,
+                spills=c.spills, extra={"cycles_n": cyc.get("n"), "time_n": tm.get("n"),
+                                        "baseline_cubin": job["_base"]})
+
+        if futs:
+            self.pool.run(jobs(), on_result)
+        for (g, i), src in copies:
+            results[g][i] = self._copy(groups[g][0], groups[g][1][i], compiled[g, i], results[src[0]][src[1]])
+        return results  # type: ignore[return-value]
+
+    def _copy(self, spec: KernelSpec, v: Variant, c: Compiled, prior: Record) -> Record:
+        return self._record(
+            spec, v, cubin_sha256=c.sha, valid=prior.valid, reason=prior.reason,
+            log=f"same cubin as ptx {prior.ptx_sha256} (record {prior.id}): not measured again",
+            cycles_median=prior.cycles_median, cycles_iqr=prior.cycles_iqr, time_ms_median=prior.time_ms_median,
+            time_ms_iqr=prior.time_ms_iqr, registers=c.registers, spills=c.spills,
+            extra={**prior.extra, "dedup_of": prior.id})
+
+    def close(self) -> None:
+        self.pool.close()
+        self.executor.shutdown(wait=False, cancel_futures=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class ReplayBackend:
+    """Answers from the store: the newest record for (kernel, PTX sha256, config) on any GPU."""
+
+    def __init__(self, store_path: str | Path, config: MeasureConfig | None = None, *, gpu: str | None = None):
+        self.config = config or MeasureConfig()
+        self.path = Path(store_path)
+        if not self.path.is_file():
+            raise MeasureError(f"replay store {self.path} does not exist",
+                               repro=f"python -m chronos.stages.baseline --backend gpu --store {self.path}")
+        self.store = Store(self.path)
+        self.gpu = gpu
+        self._last: Record | None = None
+
+    def provenance(self) -> dict:
+        r = self._last
+        return {"gpu": r.gpu, "driver": r.driver, "ptxas": r.ptxas} if r else {"gpu": "?", "driver": "?", "ptxas": "?"}
+
+    def measure(self, spec: KernelSpec, variants: list[Variant], *,
+                baseline_ptx: str | None = None) -> list[Record]:
+        ch = self.config.config_hash()
+        out = []
+        for v in variants:
+            rec = self.store.latest(spec.kernel, sha256_text(v.ptx), ch, gpu=self.gpu)
+            if rec is None:
+                raise MeasurementMissError(spec.kernel, tuple(v.actions), v.ptx_sha256, ch, self.path)
+            self._last = rec
+            out.append(rec)
+        return out
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def make_backend(name: str, store_path: str | Path, config: MeasureConfig | None = None, **kw):
+    """"gpu", "replay" or "auto" (gpu when `cuda_gpu_available()`, else replay)."""
+    if name == "auto":
+        from chronos.toolchain import cuda_gpu_available
+
+        name = "gpu" if cuda_gpu_available() else "replay"
+    if name == "gpu":
+        return GpuBackend(store_path, config, **kw)
+    if name == "replay":
+        return ReplayBackend(store_path, config, **{k: v for k, v in kw.items() if k == "gpu"})
+    raise MeasureError(f"measure.backend must be gpu, replay or auto, not {name!r}")

@@ -1,0 +1,98 @@
+"""Host-side data logic of a measurement (numpy only, CPU-testable): input draws, poison, bit-exact checks."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from chronos.kernels.spec import ArgSpec, KernelSpec
+
+NP_DTYPES = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16, "f64": np.float64, "i8": np.int8,
+             "u8": np.uint8, "i16": np.int16, "i32": np.int32, "u32": np.uint32, "i64": np.int64,
+             "u64": np.uint64}
+_NUM = r"(-?[\d.e+-]+)"
+
+
+def _to_bf16(x: np.ndarray) -> np.ndarray:
+    """float32 -> bfloat16 bits (round to nearest even), as uint16."""
+    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def _cast(values: np.ndarray, dtype: str) -> np.ndarray:
+    if dtype == "bf16":
+        return _to_bf16(values.astype(np.float32))
+    return values.astype(NP_DTYPES[dtype])
+
+
+def init_buffer(arg: ArgSpec, rng: np.random.Generator, poison_byte: int = 0xFF) -> np.ndarray:
+    """A host array for one buffer argument drawn from its init string."""
+    n, init = arg.elements, arg.init
+    if m := re.fullmatch(rf"uniform\({_NUM},{_NUM}\)", init):
+        vals = rng.uniform(float(m.group(1)), float(m.group(2)), n)
+    elif m := re.fullmatch(rf"normal\({_NUM},{_NUM}\)", init):
+        vals = rng.normal(float(m.group(1)), float(m.group(2)), n)
+    elif m := re.fullmatch(r"randint\((-?\d+),(-?\d+)\)", init):
+        vals = rng.integers(int(m.group(1)), int(m.group(2)), n, endpoint=False)
+    elif init == "zeros":
+        vals = np.zeros(n)
+    elif init == "arange":
+        vals = np.arange(n)
+    elif init == "poison":
+        return poison(arg, poison_byte)
+    else:
+        raise ValueError(f"unknown init {init!r} for {arg.name}")
+    return _cast(vals, arg.dtype)
+
+
+def draw_inputs(spec: KernelSpec, seed: int, draw: int, poison_byte: int = 0xFF) -> dict[str, np.ndarray]:
+    """Inputs (and inout buffers) for one draw: argument i of draw d uses Generator((seed, d, i))."""
+    out = {}
+    for i, a in enumerate(spec.args):
+        if a.kind == "buffer" and a.role in ("input", "inout"):
+            out[a.name] = init_buffer(a, np.random.default_rng([seed, draw, i]), poison_byte)
+    return out
+
+
+def poison(arg: ArgSpec, poison_byte: int = 0xFF) -> np.ndarray:
+    return np.full(arg.nbytes, poison_byte, dtype=np.uint8).view(NP_DTYPES[arg.dtype])
+
+
+def unwritten(arg: ArgSpec, data: np.ndarray, poison_byte: int = 0xFF) -> int:
+    """How many elements of an output still hold the poison pattern (every byte == poison_byte)."""
+    b = np.ascontiguousarray(data).view(np.uint8).reshape(arg.elements, -1)
+    return int(np.count_nonzero(np.all(b == poison_byte, axis=1)))
+
+
+def bit_mismatches(ref: dict[str, np.ndarray], got: dict[str, np.ndarray]) -> dict[str, int]:
+    """{output name: number of elements whose bytes differ}; empty when every output is bit-identical.
+
+    NaN == NaN here, -0.0 != +0.0: the comparison is on bytes, not values.
+    """
+    bad = {}
+    for name, r in ref.items():
+        g = got.get(name)
+        if g is None or g.nbytes != r.nbytes:
+            bad[name] = -1
+            continue
+        rb = np.ascontiguousarray(r).view(np.uint8).reshape(r.size, -1)
+        gb = np.ascontiguousarray(g).view(np.uint8).reshape(g.size, -1)
+        n = int(np.count_nonzero(np.any(rb != gb, axis=1)))
+        if n:
+            bad[name] = n
+    return bad
+
+
+def scalar_value(arg: ArgSpec):
+    """A numpy scalar of the argument's dtype (f16/bf16 scalars pass their bits)."""
+    if arg.dtype == "bf16":
+        return _to_bf16(np.array([arg.value]))[0]
+    return NP_DTYPES[arg.dtype](arg.value)
+
+
+def stats(values) -> dict:
+    """{"median", "iqr", "n"} of a sample."""
+    v = np.asarray(values, dtype=np.float64)
+    q1, med, q3 = np.percentile(v, [25, 50, 75])
+    return {"median": float(med), "iqr": float(q3 - q1), "n": int(v.size)}

@@ -1,0 +1,287 @@
+"""The pycuda runner: load cubins, launch, verify bit-exactly, time with events, count cycles.
+
+Runs inside a worker process (chronos.measure.worker), one CUDA context per process. pycuda is imported
+when a GpuRunner is made, so CPU machines without pycuda can import this module. A sticky CUDA error
+(700 illegal address, 716 misaligned, 719 launch failure, ...) poisons the context: it raises CudaFault
+with sticky=True and the worker must exit.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+
+from chronos.kernels.spec import KernelSpec
+from chronos.measure.config import MeasureConfig, MeasureError
+from chronos.measure.inputs import NP_DTYPES, bit_mismatches, draw_inputs, scalar_value, stats, unwritten
+
+# pycuda error text -> CUDA error name; the names that are not sticky leave the context usable.
+_FAULTS = [
+    ("misaligned address", "CUDA_ERROR_MISALIGNED_ADDRESS"),
+    ("illegal memory access", "CUDA_ERROR_ILLEGAL_ADDRESS"),
+    ("unspecified launch failure", "CUDA_ERROR_LAUNCH_FAILED"),
+    ("illegal instruction", "CUDA_ERROR_ILLEGAL_INSTRUCTION"),
+    ("hardware stack error", "CUDA_ERROR_HARDWARE_STACK_ERROR"),
+    ("invalid program counter", "CUDA_ERROR_INVALID_PC"),
+    ("address space", "CUDA_ERROR_INVALID_ADDRESS_SPACE"),
+    ("timed out", "CUDA_ERROR_LAUNCH_TIMEOUT"),
+    ("device-side assert", "CUDA_ERROR_ASSERT"),
+    ("too many resources", "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"),
+    ("out of memory", "CUDA_ERROR_OUT_OF_MEMORY"),
+    ("invalid argument", "CUDA_ERROR_INVALID_VALUE"),
+    ("invalid value", "CUDA_ERROR_INVALID_VALUE"),
+    ("no kernel image", "CUDA_ERROR_NO_BINARY_FOR_GPU"),
+    ("device kernel image is invalid", "CUDA_ERROR_INVALID_IMAGE"),
+]
+NOT_STICKY = {"CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "CUDA_ERROR_OUT_OF_MEMORY", "CUDA_ERROR_INVALID_VALUE",
+              "CUDA_ERROR_NO_BINARY_FOR_GPU", "CUDA_ERROR_INVALID_IMAGE"}
+_TYPECODE = {"f32": "f", "f16": "H", "bf16": "H", "f64": "d", "i8": "b", "u8": "B", "i16": "h", "i32": "i",
+             "u32": "I", "i64": "q", "u64": "Q"}
+
+
+class CudaFault(MeasureError):
+    """A CUDA error while running a variant. `name` is the CUDA error name; sticky => context is gone."""
+
+    def __init__(self, name: str, message: str, *, sticky: bool):
+        super().__init__(f"{name}: {message}")
+        self.name = name
+        self.sticky = sticky
+
+
+def classify(message: str) -> tuple[str, bool]:
+    """(CUDA error name, sticky) for a pycuda error message. Unknown errors count as sticky (restart)."""
+    low = message.lower()
+    for needle, name in _FAULTS:
+        if needle in low:
+            return name, name not in NOT_STICKY
+    return "CUDA_ERROR_UNKNOWN", True
+
+
+def driver_version() -> str:
+    try:
+        text = Path("/proc/driver/nvidia/version").read_text()
+        if m := re.search(r"Kernel Module\s+(?:for \S+\s+)?(\d+\.\d+(?:\.\d+)?)", text):
+            return m.group(1)
+    except OSError:
+        pass
+    return "unknown"
+
+
+class _Kernel:
+    """A loaded cubin's entry, prepared for fast launches."""
+
+    def __init__(self, drv, cubin: bytes, spec: KernelSpec, extra_ptr: bool):
+        self.module = drv.module_from_buffer(cubin)
+        self.func = self.module.get_function(spec.entry)
+        if spec.shared_bytes > 48 * 1024:
+            self.func.set_attribute(drv.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, spec.shared_bytes)
+        codes = "".join("P" if a.kind in ("buffer", "null") else _TYPECODE[a.dtype] for a in spec.args)
+        self.func.prepare(codes + ("P" if extra_ptr else ""))
+        self.spec = spec
+
+    def launch(self, args: list, stream=None) -> None:
+        s = self.spec
+        self.func.prepared_async_call(s.grid, s.block, stream, *args, shared_size=s.shared_bytes)
+
+
+class GpuRunner:
+    """One CUDA context; measures variants of kernels (see `measure`)."""
+
+    def __init__(self, device: int = 0):
+        import pycuda.driver as drv
+
+        self.drv = drv
+        drv.init()
+        self.dev = drv.Device(device)
+        self.ctx = self.dev.make_context()
+        self.kernels: dict[tuple[str, bool], _Kernel] = {}
+        self.refs: dict[tuple, dict[str, np.ndarray]] = {}  # (baseline sha, seed, draw) -> outputs
+        self.draws: dict[tuple, dict[str, np.ndarray]] = {}  # (kernel, seed, draw, poison) -> inputs
+        self.flush = None
+        self.warmed = False
+
+    def warm_up(self, seconds: float, nbytes: int = 256 << 20) -> None:
+        """Keep the GPU busy for `seconds` before the first measurement, so that every measurement of a
+        run sees the clocks the card settles at under load rather than its idle clocks (the first
+        variants of a fresh process otherwise run while the clocks ramp up)."""
+        import time
+
+        buf = self._call(self.drv.mem_alloc, nbytes)
+        try:
+            end = time.perf_counter() + seconds
+            while time.perf_counter() < end:
+                for _ in range(20):
+                    self._call(self.drv.memset_d8_async, buf, 0x5A, nbytes)
+                self._call(self.ctx.synchronize)
+        finally:
+            buf.free()
+
+    def _inputs(self, spec: KernelSpec, seed: int, draw: int, poison_byte: int) -> dict[str, np.ndarray]:
+        """Input draws are deterministic in (seed, draw): drawn once per kernel, reused by its variants."""
+        key = (spec.kernel, seed, draw, poison_byte)
+        if key not in self.draws:
+            if len(self.draws) > 16:
+                self.draws.clear()
+            self.draws[key] = draw_inputs(spec, seed, draw, poison_byte)
+        return self.draws[key]
+
+    def info(self) -> dict:
+        cc = self.dev.compute_capability()
+        cuda = self.drv.get_driver_version()
+        return {"gpu": str(self.dev.name()), "driver": f"{driver_version()} (CUDA {cuda // 1000}.{cuda % 1000 // 10})",
+                "cc": f"{cc[0]}.{cc[1]}"}
+
+    def close(self) -> None:
+        self.ctx.pop()
+
+    # ------------------------------------------------------------ plumbing
+    def _call(self, fn, *a, **k):
+        try:
+            return fn(*a, **k)
+        except self.drv.Error as e:
+            name, sticky = classify(str(e))
+            raise CudaFault(name, str(e), sticky=sticky) from e
+
+    def _kernel(self, sha: str, cubin: bytes, spec: KernelSpec, extra_ptr: bool = False) -> _Kernel:
+        key = (sha, extra_ptr)
+        if key not in self.kernels:
+            if len(self.kernels) > 64:
+                self.kernels.clear()
+            self.kernels[key] = self._call(_Kernel, self.drv, cubin, spec, extra_ptr)
+        return self.kernels[key]
+
+    def _alloc(self, spec: KernelSpec) -> dict:
+        bufs = {}
+        for a in spec.args:
+            if a.kind == "buffer":
+                ptr = self._call(self.drv.mem_alloc, max(a.nbytes, 256))
+                if int(ptr) % 256:
+                    raise MeasureError(f"{spec.kernel}: allocation of {a.name} not 256-byte aligned")
+                bufs[a.name] = ptr
+        return bufs
+
+    def _args(self, spec: KernelSpec, bufs: dict) -> list:
+        out = []
+        for a in spec.args:
+            if a.kind == "buffer":
+                out.append(np.uintp(int(bufs[a.name])))
+            elif a.kind == "null":
+                out.append(np.uintp(0))
+            else:
+                out.append(scalar_value(a))
+        return out
+
+    def _upload(self, spec: KernelSpec, bufs: dict, inputs: dict, poison_byte: int) -> None:
+        for a in spec.args:
+            if a.kind != "buffer":
+                continue
+            if a.role in ("input", "inout"):
+                self._call(self.drv.memcpy_htod, bufs[a.name], np.ascontiguousarray(inputs[a.name]))
+            else:  # poison on the device: no host array, no copy
+                self._call(self.drv.memset_d8, bufs[a.name], poison_byte, a.nbytes)
+
+    def _run_once(self, k: _Kernel, spec, bufs, args, inputs, cfg) -> dict[str, np.ndarray]:
+        self._upload(spec, bufs, inputs, cfg.poison_byte)
+        self._call(k.launch, args)
+        self._call(self.ctx.synchronize)
+        outs = {}
+        for a in spec.outputs:
+            host = np.empty(a.elements, dtype=NP_DTYPES[a.dtype])
+            self._call(self.drv.memcpy_dtoh, host, bufs[a.name])
+            outs[a.name] = host
+        return outs
+
+    # ------------------------------------------------------------ measuring
+    def measure(self, spec: KernelSpec, cfg: MeasureConfig, baseline: tuple[str, bytes],
+                variant: tuple[str, bytes], cycles: tuple[str, bytes] | None) -> dict:
+        """Verify `variant` against `baseline` (sha, cubin) on cfg.input_draws fresh draws, then time it
+        and count its cycles with the instrumented cubin. Returns a plain-JSON dict."""
+        if not self.warmed:  # once per process: a restarted worker warms up again
+            self.warm_up(cfg.gpu_warmup_s)
+            self.warmed = True
+        bufs = self._alloc(spec)
+        try:
+            return self._measure(spec, cfg, baseline, variant, cycles, bufs)
+        finally:
+            for p in bufs.values():
+                try:
+                    p.free()
+                except self.drv.Error:
+                    pass
+
+    def _measure(self, spec, cfg, baseline, variant, cycles, bufs) -> dict:
+        args = self._args(spec, bufs)
+        base_k = self._kernel(baseline[0], baseline[1], spec)
+        var_k = self._kernel(variant[0], variant[1], spec)
+        inputs0 = None
+        for d in range(cfg.input_draws):
+            inputs = self._inputs(spec, cfg.seed, d, cfg.poison_byte)
+            inputs0 = inputs0 if inputs0 is not None else inputs
+            key = (baseline[0], cfg.seed, d, cfg.poison_byte)
+            if key not in self.refs:
+                ref = self._run_once(base_k, spec, bufs, args, inputs, cfg)
+                holes = {a.name: unwritten(a, ref[a.name], cfg.poison_byte) for a in spec.outputs
+                         if a.role == "output"}
+                holes = {k: v for k, v in holes.items() if v}
+                if holes:
+                    return {"valid": False, "reason": "unwritten_output",
+                            "log": f"baseline left poison in outputs (elements): {holes} (draw {d})"}
+                if len(self.refs) > 8:
+                    self.refs.clear()
+                self.refs[key] = ref
+            got = self._run_once(var_k, spec, bufs, args, inputs, cfg)
+            bad = bit_mismatches(self.refs[key], got)
+            if bad:
+                return {"valid": False, "reason": "wrong_output",
+                        "log": f"outputs differ bitwise from the baseline on draw {d}: {bad} (elements)"}
+        self._upload(spec, bufs, inputs0, cfg.poison_byte)
+        result = {"valid": True, "reason": "", "log": ""}
+        result["time_ms"] = self._time(var_k, args, cfg)
+        if cycles is not None:
+            cyc_k = self._kernel(cycles[0], cycles[1], spec, extra_ptr=True)
+            result["cycles"] = self._cycles(cyc_k, spec, args, cfg)
+        return result
+
+    def _time(self, k: _Kernel, args: list, cfg: MeasureConfig) -> dict:
+        drv = self.drv
+        if cfg.flush_l2 and self.flush is None:
+            self.flush = self._call(drv.mem_alloc, cfg.l2_flush_bytes)
+        for _ in range(cfg.warmup):
+            self._call(k.launch, args)
+        evs = [(drv.Event(), drv.Event()) for _ in range(cfg.reps)]
+        for start, end in evs:
+            if cfg.flush_l2:
+                self._call(drv.memset_d8_async, self.flush, 0xA5, cfg.l2_flush_bytes)
+            start.record()
+            self._call(k.launch, args)
+            end.record()
+        self._call(self.ctx.synchronize)
+        return stats([end.time_since(start) for start, end in evs])
+
+    def _cycles(self, k: _Kernel, spec: KernelSpec, args: list, cfg: MeasureConfig) -> dict:
+        per = spec.threads * 8
+        batch = max(1, min(cfg.cycle_samples, cfg.max_cycle_buffer_bytes // per))
+        buf = self._call(self.drv.mem_alloc, batch * per)
+        maxima: list[int] = []
+        try:
+            for _ in range(min(cfg.warmup, 3)):
+                self._call(k.launch, [*args, np.uintp(int(buf))])
+            left = cfg.cycle_samples
+            while left:
+                n = min(batch, left)
+                self._call(self.drv.memset_d8, buf, 0, n * per)
+                for s in range(n):
+                    self._call(k.launch, [*args, np.uintp(int(buf) + s * per)])
+                self._call(self.ctx.synchronize)
+                host = np.empty(n * spec.threads, dtype=np.int64)
+                self._call(self.drv.memcpy_dtoh, host, buf)
+                maxima.extend(host.reshape(n, spec.threads).max(axis=1).tolist())
+                left -= n
+        finally:
+            try:
+                buf.free()
+            except self.drv.Error:
+                pass
+        return stats(maxima)

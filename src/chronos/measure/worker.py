@@ -1,0 +1,77 @@
+"""The measurement worker: one process, one CUDA context, JSON lines on stdin/stdout.
+
+    python -m chronos.measure.worker          (started by chronos.measure.pool; CUDA_VISIBLE_DEVICES picks the GPU)
+
+Protocol (one JSON object per line; stdout carries nothing else, stray prints go to stderr):
+  worker -> {"hello": {"gpu", "driver", "cc", "pid"}} once the context exists;
+  parent -> {"id", "op": "measure", "spec", "config", "baseline": [sha, b64 cubin], "variant": [...],
+             "cycles": [...] | null};
+  worker -> {"id", "valid", "reason", "log", "time_ms"?, "cycles"?, "exit"?}.
+After a sticky CUDA error the worker answers {"reason": "fault:<CUDA error name>", "exit": true} and exits
+with status 3: its context is poisoned. Cubins travel base64-encoded; nothing is ever unpickled.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import sys
+import traceback
+
+from chronos.kernels.spec import KernelSpec
+from chronos.measure.config import MeasureConfig
+
+STICKY_EXIT = 3
+
+
+def _cubin(pair) -> tuple[str, bytes] | None:
+    if pair is None:
+        return None
+    return pair[0], base64.b64decode(pair[1])
+
+
+def handle(runner, req: dict) -> dict:
+    from chronos.measure.runner import CudaFault
+
+    rid = req.get("id")
+    try:
+        spec = KernelSpec.from_json(req["spec"])
+        cfg = MeasureConfig(**req["config"])
+        out = runner.measure(spec, cfg, _cubin(req["baseline"]), _cubin(req["variant"]), _cubin(req.get("cycles")))
+    except CudaFault as f:
+        return {"id": rid, "valid": False, "reason": f"fault:{f.name}", "log": str(f), "exit": f.sticky}
+    except Exception as e:  # noqa: BLE001 - any other failure is this variant's, reported with its traceback
+        return {"id": rid, "valid": False, "reason": "worker_error", "log": f"{e}\n{traceback.format_exc()}"}
+    return {"id": rid, **out}
+
+
+def main() -> int:
+    proto = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # anything else printed (pycuda warnings, ...) goes to stderr, never into the protocol
+    sys.stdout = sys.stderr
+
+    def send(obj: dict) -> None:
+        proto.write(json.dumps(obj) + "\n")
+        proto.flush()
+
+    from chronos.measure.runner import GpuRunner
+
+    runner = GpuRunner(0)
+    send({"hello": {**runner.info(), "pid": os.getpid()}})
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        req = json.loads(line)
+        if req.get("op") == "quit":
+            break
+        res = handle(runner, req)
+        send(res)
+        if res.get("exit"):
+            os._exit(STICKY_EXIT)  # the context is poisoned: no cleanup through it
+    runner.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,93 @@
+"""Stage `baseline`: measure (or replay) the untransformed kernel of every spec in data/kernels/*/specs.json.
+
+    python -m chronos.stages.baseline --params params.yaml --kernels data/kernels \
+        --store data/store/measurements.sqlite --out reports/baseline.json
+
+Reads the `measure:` block of params.yaml (backend: gpu | replay | auto, and MeasureConfig's knobs).
+Writes {"provenance": {"gpu", "driver", "ptxas", "date", "command", "config_hash", "config"},
+"kernels": [{"kernel", "family", "cycles": {"median", "iqr"}, "time_ms": {"median", "iqr"}, "registers",
+"spills", "valid", "reason", "ptx_sha256", "cubin_sha256"}, ...]}. Every measurement goes to the store
+as it is made, so a rerun resumes (kernels already measured are answered from the store).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from chronos.errors import ChronosError
+from chronos.kernels.spec import load_specs, ptx_path
+from chronos.measure.backend import make_backend
+from chronos.measure.config import MeasureConfig, Variant
+
+
+def load_measure_params(params_path: Path) -> tuple[str, MeasureConfig]:
+    params = yaml.safe_load(params_path.read_text()) or {}
+    block = dict(params.get("measure") or {})
+    return str(block.get("backend", "auto")), MeasureConfig.from_params(block)
+
+
+def kernel_entry(spec, rec) -> dict:
+    return {"kernel": spec.kernel, "family": spec.family,
+            "cycles": {"median": rec.cycles_median, "iqr": rec.cycles_iqr},
+            "time_ms": {"median": rec.time_ms_median, "iqr": rec.time_ms_iqr},
+            "registers": rec.registers, "spills": rec.spills, "valid": rec.valid, "reason": rec.reason,
+            "ptx_sha256": rec.ptx_sha256, "cubin_sha256": rec.cubin_sha256}
+
+
+def run(kernels: Path, backend, only: str | None = None, log=print) -> list[dict]:
+    entries = []
+    for specs_json in sorted(Path(kernels).glob("*/specs.json")):
+        for spec in load_specs(specs_json):
+            if only and not re.search(only, spec.kernel):
+                continue
+            ptx = ptx_path(specs_json, spec).read_text()
+            t0 = time.perf_counter()
+            rec = backend.measure(spec, [Variant(spec, ptx, ())])[0]
+            e = kernel_entry(spec, rec)
+            entries.append(e)
+            log(f"baseline: {spec.kernel:40s} valid={rec.valid!s:5s} cycles={rec.cycles_median} "
+                f"time_ms={rec.time_ms_median} regs={rec.registers} {rec.reason} ({time.perf_counter() - t0:.2f} s)")
+    return entries
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--params", type=Path, default=Path("params.yaml"))
+    ap.add_argument("--kernels", type=Path, default=Path("data/kernels"))
+    ap.add_argument("--store", type=Path, default=Path("data/store/measurements.sqlite"))
+    ap.add_argument("--out", type=Path, default=Path("reports/baseline.json"))
+    ap.add_argument("--backend", choices=("gpu", "replay", "auto"), help="overrides measure.backend")
+    ap.add_argument("--only", help="regex on kernel names (for partial runs; the report lists only those)")
+    args = ap.parse_args(argv)
+    try:
+        name, cfg = load_measure_params(args.params)
+        backend = make_backend(args.backend or name, args.store, cfg)
+        try:
+            entries = run(args.kernels, backend, args.only)
+            prov = backend.provenance()
+        finally:
+            backend.close()
+    except ChronosError as e:
+        print(f"baseline: error: {e}", file=sys.stderr)
+        return 1
+    cmd = shlex.join(["python", "-m", "chronos.stages.baseline", *(argv if argv is not None else sys.argv[1:])])
+    report = {"provenance": {**prov, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "command": cmd,
+                             "config_hash": cfg.config_hash(), "config": cfg.measured()},
+              "kernels": entries}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=1) + "\n")
+    valid = sum(e["valid"] for e in entries)
+    print(f"baseline: {valid}/{len(entries)} kernels valid; wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,43 @@
+"""A fake measurement worker for the pool tests: speaks the hello, then misbehaves on purpose.
+
+    python fake_worker.py MODE    MODE: ok | hang | die | badline | fault | hang_once (per pid file)
+
+ok answers every job valid; hang never answers; die exits 9 without answering; badline prints junk;
+fault answers fault:CUDA_ERROR_MISALIGNED_ADDRESS with exit:true and exits 3. Jobs whose spec kernel name
+contains "hang"/"die"/"badline"/"fault" misbehave that way in mode ok too, so one run can mix them.
+"""
+
+import json
+import os
+import sys
+import time
+
+
+def main() -> None:
+    mode = sys.argv[1] if len(sys.argv) > 1 else "ok"
+    print(json.dumps({"hello": {"gpu": "FakeGPU", "driver": "0.0 (CUDA 0.0)", "cc": "0.0", "pid": os.getpid()}}),
+          flush=True)
+    for line in sys.stdin:
+        req = json.loads(line)
+        if req.get("op") == "quit":
+            return
+        name = req.get("spec", {}).get("kernel", "")
+        how = next((m for m in ("hang", "die", "badline", "fault") if m in name), mode)
+        if how == "hang":
+            time.sleep(3600)
+        elif how == "die":
+            os._exit(9)
+        elif how == "badline":
+            print("this is not json", flush=True)
+        elif how == "fault":
+            print(json.dumps({"id": req["id"], "valid": False, "reason": "fault:CUDA_ERROR_MISALIGNED_ADDRESS",
+                              "log": "misaligned address", "exit": True}), flush=True)
+            os._exit(3)
+        else:
+            print(json.dumps({"id": req["id"], "valid": True, "reason": "", "log": "",
+                              "time_ms": {"median": 0.01, "iqr": 0.001, "n": 5},
+                              "cycles": {"median": 1000.0, "iqr": 10.0, "n": 5}}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,52 @@
+"""Input draws are deterministic and fresh per draw; poison and bit-exact comparison are on bytes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from chronos.kernels.gemm_tile import gemm_tile_spec
+from chronos.kernels.spec import ArgSpec
+from chronos.measure.inputs import bit_mismatches, draw_inputs, init_buffer, poison, stats, unwritten
+
+
+def test_draws_deterministic_and_fresh():
+    spec = gemm_tile_spec(2, 2, 2)
+    a, b = draw_inputs(spec, 0, 0), draw_inputs(spec, 0, 0)
+    assert a.keys() == {spec.args[0].name, spec.args[1].name}
+    assert all(np.array_equal(a[k], b[k]) for k in a)
+    c = draw_inputs(spec, 0, 1)
+    assert not np.array_equal(a[spec.args[0].name], c[spec.args[0].name])
+    assert not np.array_equal(a[spec.args[0].name], draw_inputs(spec, 1, 0)[spec.args[0].name])
+    x = a[spec.args[0].name]
+    assert x.dtype == np.float32 and x.min() >= -1 and x.max() <= 1 and np.count_nonzero(x) == x.size
+
+
+def test_init_kinds_and_dtypes():
+    rng = np.random.default_rng(0)
+    assert init_buffer(ArgSpec("a", "buffer", "i32", 10, init="randint(0,5)"), rng).max() < 5
+    assert init_buffer(ArgSpec("a", "buffer", "f16", 10, init="normal(0,1)"), rng).dtype == np.float16
+    bf = init_buffer(ArgSpec("a", "buffer", "bf16", 4, init="arange"), rng)
+    assert bf.dtype == np.uint16 and bf.tolist() == [0, 0x3F80, 0x4000, 0x4040]  # 0, 1, 2, 3 in bf16
+
+
+def test_poison_and_unwritten():
+    arg = ArgSpec("c", "buffer", "f32", 8, role="output")
+    p = poison(arg)
+    assert np.isnan(p).all() and p.view(np.uint32)[0] == 0xFFFFFFFF
+    assert unwritten(arg, p) == 8
+    p[:5] = 1.0
+    assert unwritten(arg, p) == 3
+
+
+def test_bit_exact_comparison():
+    r = {"c": np.array([1.0, -0.0, np.nan], dtype=np.float32)}
+    assert bit_mismatches(r, {"c": r["c"].copy()}) == {}  # NaN equals NaN bitwise
+    assert bit_mismatches(r, {"c": np.array([1.0, 0.0, np.nan], dtype=np.float32)}) == {"c": 1}  # -0 != +0
+    tiny = np.nextafter(np.float32(1.0), np.float32(2.0))
+    assert bit_mismatches(r, {"c": np.array([tiny, -0.0, np.nan], dtype=np.float32)}) == {"c": 1}
+    assert bit_mismatches(r, {}) == {"c": -1}
+
+
+def test_stats():
+    s = stats([1, 2, 3, 4, 100])
+    assert s["median"] == 3 and s["iqr"] == 2 and s["n"] == 5

@@ -1,0 +1,91 @@
+"""Pool isolation with a fake worker (timeout, death, bad line, fault exit: restart, the run goes on) and
+the GPU/replay backends' logic on CPU."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from chronos.kernels.gemm_tile import gemm_tile_ptx, gemm_tile_spec
+from chronos.measure.backend import GpuBackend, MeasurementMissError, ReplayBackend, make_backend
+from chronos.measure.config import MeasureConfig, Variant
+from chronos.measure.pool import PoolError, WorkerPool
+
+FAKE = str(Path(__file__).with_name("fake_worker.py"))
+
+
+def fake(mode: str = "ok") -> tuple[str, ...]:
+    return (sys.executable, FAKE, mode)
+
+
+def test_pool_timeout_death_badline_fault_and_run_goes_on():
+    pool = WorkerPool(1, argv=fake(), watchdog_s=1.5, startup_timeout_s=20)
+    pool.start()
+    jobs = [{"id": str(i), "spec": {"kernel": k}} for i, k in
+            enumerate(["a", "hang", "b", "die", "c", "badline", "d", "fault", "e"])]
+    got = {}
+    pool.run(iter(jobs), lambda job, ans: got.__setitem__(job["spec"]["kernel"], ans))
+    pool.close()
+    assert {k: got[k]["reason"] for k in got} == {
+        "a": "", "hang": "timeout", "b": "", "die": "worker_died", "c": "", "badline": "worker_died", "d": "",
+        "fault": "fault:CUDA_ERROR_MISALIGNED_ADDRESS", "e": ""}
+    assert all(got[k]["valid"] for k in "abcde")
+    assert pool.restarts == 4 and len(pool.events) == 4
+    assert pool.workers[0].starts == 5
+
+
+def test_pool_that_cannot_start_raises():
+    pool = WorkerPool(1, argv=(sys.executable, "-c", "import sys; sys.exit(1)"), startup_timeout_s=10)
+    with pytest.raises(PoolError, match="did not start"):
+        pool.start()
+
+
+def _variants():
+    spec = gemm_tile_spec(2, 2, 2)
+    base = gemm_tile_ptx(2, 2, 2)
+    comment = base.replace("// one thread", "// a comment only: same SASS, one thread")
+    return spec, [Variant(spec, base, ()), Variant(spec, comment, ("cache_ca",)),
+                  Variant(spec, base.replace("fma.rn.f32", "bogus.f32"), ("vec_ld",))]
+
+
+def test_gpu_backend_with_fake_worker_stores_dedupes_and_resumes(tmp_path, ptxas):
+    cfg = MeasureConfig(watchdog_s=10)
+    spec, vs = _variants()
+    with GpuBackend(tmp_path / "m.sqlite", cfg, ptxas=str(ptxas), worker_argv=fake()) as be:
+        recs = be.measure(spec, vs)
+        assert [(r.valid, r.reason) for r in recs] == [(True, ""), (True, ""), (False, "ptxas_error")]
+        assert recs[0].cubin_sha256 == recs[1].cubin_sha256
+        assert sum("not measured again" in r.log for r in recs[:2]) == 1  # same SASS: measured once
+        assert recs[0].registers > 0 and recs[0].cycles_median == 1000.0 and recs[0].gpu == "FakeGPU"
+        n = len(be.store.all())
+        again = be.measure(spec, vs)
+        assert [r.id for r in again] == [r.id for r in recs] and len(be.store.all()) == n
+    with ReplayBackend(tmp_path / "m.sqlite", cfg) as rb:
+        assert [r.id for r in rb.measure(spec, vs)] == [r.id for r in recs]
+        assert rb.provenance()["gpu"] == "FakeGPU"
+
+
+def test_replay_miss_names_kernel_actions_and_hash(tmp_path, ptxas):
+    spec, vs = _variants()
+    with GpuBackend(tmp_path / "m.sqlite", MeasureConfig(), ptxas=str(ptxas), worker_argv=fake()) as be:
+        be.measure(spec, vs[:1])
+    rb = ReplayBackend(tmp_path / "m.sqlite", MeasureConfig())
+    with pytest.raises(MeasurementMissError) as e:
+        rb.measure(spec, [vs[1]])
+    msg = str(e.value)
+    assert "gemm_tile(2,2,2)" in msg and "cache_ca" in msg and vs[1].ptx_sha256 in msg and "reproduce:" in msg
+    with pytest.raises(MeasurementMissError):  # another config is another measurement
+        ReplayBackend(tmp_path / "m.sqlite", MeasureConfig(reps=3)).measure(spec, vs[:1])
+
+
+def test_make_backend_auto_without_gpu_is_replay(tmp_path, monkeypatch):
+    import chronos.toolchain as tc
+
+    monkeypatch.setattr(tc, "cuda_gpu_available", lambda: False)
+    ReplayBackend  # noqa: B018
+    from chronos.measure.store import Store
+
+    Store(tmp_path / "m.sqlite").close()
+    assert isinstance(make_backend("auto", tmp_path / "m.sqlite"), ReplayBackend)
