@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-PHASES = ("jit_run", "cubin_run", "cubin_time", "cycles_run")
+PHASES = ("jit_run", "cubin_run", "padded_run", "cubin_time", "cycles_run", "full_measure")
 
 
 def _spec(name: str):
@@ -35,6 +35,15 @@ def phase(name: str, which: str, ptxas: str | None) -> None:
     ptx = ptx_path(specs_json, spec).read_text()
     cfg = MeasureConfig(reps=5, cycle_samples=5, warmup=1)
     r = GpuRunner(0)
+    if which == "full_measure":
+        res = assemble(ptx, cfg.arch, ptxas=ptxas)
+        inst = assemble(instrument_text(ptx, spec.entry), cfg.arch, ptxas=ptxas)
+        print(which, r.measure(spec, cfg, ("b", res.cubin), ("b", res.cubin), ("c", inst.cubin)))
+        r.close()
+        return
+    if which == "padded_run":  # 1 MiB of slack after every buffer, as a caching allocator would leave
+        real = r.drv.mem_alloc
+        r.drv.mem_alloc = lambda n: real(n + (1 << 20))
     bufs = r._alloc(spec)
     args = r._args(spec, bufs)
     inputs = r._inputs(spec, cfg.seed, 0, cfg.poison_byte)
@@ -55,7 +64,7 @@ def phase(name: str, which: str, ptxas: str | None) -> None:
     else:
         res = assemble(ptx, cfg.arch, ptxas=ptxas)
         k = r._kernel("x", res.cubin, spec)
-    if which in ("jit_run", "cubin_run"):
+    if which in ("jit_run", "cubin_run", "padded_run"):
         out = r._run_once(k, spec, bufs, args, inputs, cfg)
         print(which, "ok", {n: float(v.astype("float64").sum()) for n, v in out.items()})
     elif which == "cubin_time":
@@ -65,6 +74,7 @@ def phase(name: str, which: str, ptxas: str | None) -> None:
         inst = assemble(instrument_text(ptx, spec.entry), cfg.arch, ptxas=ptxas)
         r._upload(spec, bufs, inputs, cfg.poison_byte)
         print(which, "ok", r._cycles(r._kernel("y", inst.cubin, spec, extra_ptr=True), spec, args, cfg))
+    r.close()
 
 
 def main() -> None:
@@ -79,8 +89,8 @@ def main() -> None:
     for p in PHASES:
         cmd = [sys.executable, __file__, a.kernel, "--phase", p] + (["--ptxas", a.ptxas] if a.ptxas else [])
         r = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=120)
-        tail = (r.stdout + r.stderr).strip().splitlines()[-1:] or [""]
-        print(f"{p}: exit {r.returncode}: {tail[0][:300]}")
+        lines = [ln for ln in (r.stdout + r.stderr).splitlines() if ln.strip() and not ln.startswith("---")]
+        print(f"{p}: exit {r.returncode}: " + " | ".join(ln[:300] for ln in lines[-4:]))
 
 
 if __name__ == "__main__":
