@@ -80,11 +80,12 @@ class GpuBackend:
     """Pool + store. Use as a context manager (or call close()) to stop the workers."""
 
     def __init__(self, store_path: str | Path, config: MeasureConfig | None = None, *,
-                 ptxas: str | None = None, worker_argv=None):
+                 ptxas: str | None = None, worker_argv=None, retry_invalid: bool = False):
         from chronos.measure.pool import WORKER_ARGV, WorkerPool
         from chronos.toolchain import find_ptxas, ptxas_version
 
         self.config = config or MeasureConfig()
+        self.retry_invalid = retry_invalid  # re-measure stored invalid records (the newest record wins)
         self.store = Store(store_path)
         self.ptxas = str(ptxas or find_ptxas())
         self.ptxas_version = ptxas_version(self.ptxas)
@@ -125,7 +126,7 @@ class GpuBackend:
             todo = []
             for i, v in enumerate(variants):
                 rec = self.store.latest(spec.kernel, v.ptx_sha256, ch, gpu=gpu, ptxas=self.ptxas_version)
-                if rec is not None:
+                if rec is not None and (rec.valid or not self.retry_invalid):
                     results[g][i] = rec
                 else:
                     todo.append(i)
@@ -154,7 +155,7 @@ class GpuBackend:
                     continue
                 compiled[g, i] = c
                 prior = self.store.latest_by_cubin(c.sha, ch, kernel=spec.kernel, gpu=gpu)
-                if prior is not None:
+                if prior is not None and (prior.valid or not self.retry_invalid):
                     results[g][i] = self._copy(spec, v, c, prior)
                     continue
                 if (spec.kernel, c.sha) in first_of:

@@ -76,11 +76,11 @@ def bit_mismatches(ref: dict[str, np.ndarray], got: dict[str, np.ndarray]) -> di
         if g is None or g.nbytes != r.nbytes:
             bad[name] = -1
             continue
-        rb = np.ascontiguousarray(r).view(np.uint8).reshape(r.size, -1)
-        gb = np.ascontiguousarray(g).view(np.uint8).reshape(g.size, -1)
-        n = int(np.count_nonzero(np.any(rb != gb, axis=1)))
-        if n:
-            bad[name] = n
+        rb, gb = np.ascontiguousarray(r).tobytes(), np.ascontiguousarray(g).tobytes()
+        if rb == gb:  # the common case, at memcmp speed: the element count below costs ~40x more
+            continue
+        rows = (np.frombuffer(rb, np.uint8).reshape(r.size, -1), np.frombuffer(gb, np.uint8).reshape(g.size, -1))
+        bad[name] = int(np.count_nonzero(np.any(rows[0] != rows[1], axis=1)))
     return bad
 
 

@@ -66,10 +66,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=Path("reports/baseline.json"))
     ap.add_argument("--backend", choices=("gpu", "replay", "auto"), help="overrides measure.backend")
     ap.add_argument("--only", help="regex on kernel names (for partial runs; the report lists only those)")
+    ap.add_argument("--retry-invalid", action="store_true",
+                    help="re-measure kernels whose stored record is invalid (gpu backend; newest record wins)")
     args = ap.parse_args(argv)
     try:
         name, cfg = load_measure_params(args.params)
-        backend = make_backend(args.backend or name, args.store, cfg)
+        extra = {"retry_invalid": True} if args.retry_invalid else {}
+        backend = make_backend(args.backend or name, args.store, cfg, **extra)
         try:
             entries = run(args.kernels, backend, args.only)
             prov = backend.provenance()
