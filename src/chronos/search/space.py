@@ -48,12 +48,13 @@ def canonical(actions: Iterable[str]) -> tuple[str, ...]:
     return tuple(acts)
 
 
-def realize(root: Module, actions: Iterable[str]) -> Module | None:
-    """The variant of `root` for this action set (canonical order), or None if some step is illegal there."""
+def realize(root: Module, actions: Iterable[str], *, defer_ptxas: bool = False) -> Module | None:
+    """The variant of `root` for this action set (canonical order), or None if some step is illegal there.
+    defer_ptxas: leave register-budget verdicts to the compile step (see chronos.transforms.apply)."""
     module = root
     try:
         for a in canonical(actions):
-            module = apply(module, a)
+            module = apply(module, a, defer_ptxas=defer_ptxas)
     except IllegalActionError:
         return None
     return module

@@ -84,11 +84,13 @@ def random_search(ev: Evaluator, cfg: RandomConfig = RandomConfig()) -> SearchRe
         attempts += 1
         module, acts = ev.root, ()
         for _ in range(rng.randint(1, cfg.max_steps)):
-            legal = legal_actions(module)
+            # register budgets are not pre-checked with ptxas (one run per budget per step would dominate):
+            # the compile step records a refused budget as an invalid variant instead
+            legal = legal_actions(module, defer_ptxas=True)
             if not legal:
                 break
             acts = canonical((*acts, rng.choice(legal)))
-            module = realize(ev.root, acts)
+            module = realize(ev.root, acts, defer_ptxas=True)
             if module is None:
                 break
         if acts and module is not None:

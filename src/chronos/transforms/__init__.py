@@ -91,8 +91,8 @@ def apply_sequence(module: Module, actions: Iterable[str]) -> Module:
     return module
 
 
-def refusals(module: Module, applied: Iterable[str] = ()) -> dict[str, str]:
-    """For every transform, why it is illegal now (legal ones are absent)."""
+def refusals(module: Module, applied: Iterable[str] = (), *, defer_ptxas: bool = False) -> dict[str, str]:
+    """For every transform, why it is illegal now (legal ones are absent). defer_ptxas: see `apply`."""
     applied = tuple(dict.fromkeys((*module.applied, *applied)))
     probe = dataclasses.replace(module, applied=applied)
     out: dict[str, str] = {}
@@ -100,7 +100,10 @@ def refusals(module: Module, applied: Iterable[str] = ()) -> dict[str, str]:
         reason = _precheck(probe, action, applied)
         if reason is None:
             try:
-                TRANSFORMS[action](probe)
+                if defer_ptxas and action.startswith("maxnreg_"):
+                    set_maxnreg(probe, int(action.split("_")[1]), verify=False)
+                else:
+                    TRANSFORMS[action](probe)
                 continue
             except NotApplicable as e:
                 reason = str(e)
@@ -108,7 +111,7 @@ def refusals(module: Module, applied: Iterable[str] = ()) -> dict[str, str]:
     return out
 
 
-def legal_actions(module: Module, applied: Iterable[str] = ()) -> list[str]:
+def legal_actions(module: Module, applied: Iterable[str] = (), *, defer_ptxas: bool = False) -> list[str]:
     """The transforms `apply` would accept on `module` after `applied`, in ACTION_NAMES order."""
-    refused = refusals(module, applied)
+    refused = refusals(module, applied, defer_ptxas=defer_ptxas)
     return [a for a in TRANSFORM_NAMES if a not in refused]
