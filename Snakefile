@@ -23,13 +23,20 @@ def tracked_params(*keys):
 include: "workflow/rules/kernels.smk"
 include: "workflow/rules/policy.smk"
 include: "workflow/rules/measure.smk"
+include: "workflow/rules/report.smk"
 
 
 rule all:
     input:
         "data/kernels/gemm_tile",
-        "models/untrained.pt",
+        "models/bc.pt",
+        "reports/bc_stats.json",
         "reports/predictions.json",
         "reports/baseline.json",
         "data/demos/trajectories.jsonl",
         "reports/greedy_results.json",
+        "reports/search_gemm_tile.csv",
+        "reports/figures/search_gemm_tile.png",
+        "reports/figures/bc_curves.png",
+        "reports/metrics.json",
+        "reports/README.md",

@@ -47,7 +47,9 @@ def _paths(entries) -> list[str]:
 def dvc_stages(dvc_yaml: Path) -> dict[str, dict]:
     stages = yaml.safe_load(dvc_yaml.read_text())["stages"]
     return {
-        name: {"cmd": _norm_cmd(s["cmd"]), "deps": _paths(s.get("deps")), "outs": _paths(s.get("outs")),
+        # metrics and plots files are outputs too (DVC lists them apart so `dvc exp show`/`dvc plots` find them)
+        name: {"cmd": _norm_cmd(s["cmd"]), "deps": _paths(s.get("deps")),
+               "outs": sorted(_paths(s.get("outs")) + _paths(s.get("metrics")) + _paths(s.get("plots"))),
                "params": _dvc_params(s.get("params"))}
         for name, s in stages.items()
     }
@@ -96,7 +98,7 @@ def real():
 def test_snakefile_and_dvc_agree(real):
     dvc, smk, _ = real
     assert differences(dvc, smk) == []
-    assert {"kernels", "init_policy", "predict"} <= dvc.keys()
+    assert {"kernels", "baseline", "greedy", "bc", "predict"} <= dvc.keys()
 
 
 def test_target_rule_builds_every_dvc_output(real):
@@ -114,7 +116,7 @@ def test_differences_catches_doctored_dvc(real):
     doctored = {n: dict(s) for n, s in dvc.items()}
     doctored["predict"]["cmd"] += " --max-steps 3"
     doctored["kernels"]["deps"] = doctored["kernels"]["deps"][1:]
-    doctored["init_policy"]["params"] = ["policy", "policy.seed"]
+    doctored["bc"]["params"] = ["bc", "bc.seed"]
     doctored["extra"] = {"cmd": "true", "deps": [], "outs": [], "params": []}
     diffs = differences(doctored, smk)
     assert len(diffs) == 4, diffs
@@ -128,10 +130,10 @@ def test_doctored_snakemake_rule_is_caught(real, tmp_path):
     shutil.copytree(ROOT / "workflow", tmp_path / "workflow")
     smk_file = tmp_path / "workflow" / "rules" / "policy.smk"
     text = smk_file.read_text()
-    assert "--out models/untrained.pt\"" in text
-    smk_file.write_text(text.replace("--out models/untrained.pt\"", "--out models/untrained.pt --fast\"", 1))
+    assert "--stats reports/bc_stats.json\"" in text
+    smk_file.write_text(text.replace("--stats reports/bc_stats.json\"", "--stats reports/bc_stats.json --fast\"", 1))
     smk, _ = snakemake_workflow(tmp_path)
-    assert [d.split(":")[0] for d in differences(dvc, smk)] == ["init_policy.cmd"]
+    assert [d.split(":")[0] for d in differences(dvc, smk)] == ["bc.cmd"]
 
 
 def test_dvc_params_normalisation():

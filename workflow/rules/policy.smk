@@ -1,42 +1,36 @@
-# Policy stages. Until behaviour cloning and GRPO exist, `predict` runs on an UNTRAINED seeded checkpoint.
-rule init_policy:
+# Policy stages: behaviour cloning of the greedy demonstrations (the DA-GRPO warm start), and the policy's
+# predictions for every gemm_tile kernel. GRPO joins once the atlas makes replay complete (see README).
+rule bc:
     input:
-        "src/chronos/stages/init_policy.py",
+        "data/demos/trajectories.jsonl",
+        "src/chronos/stages/bc.py",
+        "src/chronos/rl/bc.py",
         "src/chronos/rl/policy.py",
     output:
-        "models/untrained.pt",
+        "models/bc.pt",
+        "reports/bc_stats.json",
     params:
-        tracked=tracked_params("policy"),
+        tracked=tracked_params("bc", "split"),
     shell:
-        "python -m chronos.stages.init_policy --params params.yaml --out models/untrained.pt"
+        "python -m chronos.stages.bc --params params.yaml --demos data/demos/trajectories.jsonl"
+        " --out models/bc.pt --stats reports/bc_stats.json"
 
 
 rule predict:
     input:
         "data/kernels/gemm_tile",
-        "models/untrained.pt",
+        "models/bc.pt",
         "src/chronos/stages/predict.py",
         "src/chronos/features.py",
         "src/chronos/inference.py",
         "src/chronos/actions.py",
         "src/chronos/rl/policy.py",
-        "src/chronos/ptx/parser.py",
-        "src/chronos/ptx/lexer.py",
-        "src/chronos/ptx/ir.py",
-        "src/chronos/ptx/analysis.py",
-        "src/chronos/ptx/printer.py",
-        "src/chronos/transforms/__init__.py",
-        "src/chronos/transforms/base.py",
-        "src/chronos/transforms/alignment.py",
-        "src/chronos/transforms/vectorize.py",
-        "src/chronos/transforms/cache_hints.py",
-        "src/chronos/transforms/register_budget.py",
-        "src/chronos/transforms/reorder.py",
-        "src/chronos/transforms/prefetch.py",
+        "src/chronos/ptx",
+        "src/chronos/transforms",
     output:
         "reports/predictions.json",
     params:
         tracked=tracked_params("predict"),
     shell:
         "python -m chronos.stages.predict --params params.yaml --kernels data/kernels/gemm_tile"
-        " --checkpoint models/untrained.pt --out reports/predictions.json"
+        " --checkpoint models/bc.pt --out reports/predictions.json"

@@ -39,7 +39,7 @@ def kernel_entry(spec, rec) -> dict:
             "cycles": {"median": rec.cycles_median, "iqr": rec.cycles_iqr},
             "time_ms": {"median": rec.time_ms_median, "iqr": rec.time_ms_iqr},
             "registers": rec.registers, "spills": rec.spills, "valid": rec.valid, "reason": rec.reason,
-            "ptx_sha256": rec.ptx_sha256, "cubin_sha256": rec.cubin_sha256}
+            "ptx_sha256": rec.ptx_sha256, "cubin_sha256": rec.cubin_sha256, "measured_at": rec.created_at}
 
 
 def run(kernels: Path, backend, only: str | None = None, log=print) -> list[dict]:
@@ -82,7 +82,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"baseline: error: {e}", file=sys.stderr)
         return 1
     cmd = shlex.join(["python", "-m", "chronos.stages.baseline", *(argv if argv is not None else sys.argv[1:])])
-    report = {"provenance": {**prov, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "command": cmd,
+    # `date` is when the numbers were measured (the newest record used), not when this report was written:
+    # a replay on a CPU reproduces the GPU run's report, provenance included.
+    stamps = sorted(e["measured_at"] for e in entries if e.get("measured_at"))
+    report = {"provenance": {**prov, "date": stamps[-1] if stamps else None,
+                             "measured": {"first": stamps[0], "last": stamps[-1]} if stamps else None,
+                             "backend": type(backend).__name__, "command": cmd,
                              "config_hash": cfg.config_hash(), "config": cfg.measured()},
               "kernels": entries}
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,1 @@
+"""Tables (pandas) and figures (matplotlib) built from the pipeline's JSON reports."""
