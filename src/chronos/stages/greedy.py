@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import time
 from pathlib import Path
@@ -22,11 +21,12 @@ from pathlib import Path
 import yaml
 
 from chronos.errors import ChronosError
-from chronos.kernels.spec import load_module, load_specs
+from chronos.kernels.spec import load_module
 from chronos.measure.backend import make_backend
 from chronos.search import run as run_search
 from chronos.search.strategies import GreedyConfig
 from chronos.stages.baseline import load_measure_params
+from chronos.stages.common import kernels_of, search_summary
 
 
 def load_greedy_params(params_path: Path) -> tuple[list[str], GreedyConfig]:
@@ -39,25 +39,21 @@ def load_greedy_params(params_path: Path) -> tuple[list[str], GreedyConfig]:
 def run(kernels: Path, families: list[str], cfg: GreedyConfig, backend, only: str | None = None,
         log=print) -> tuple[list[dict], list[dict]]:
     results, demos = [], []
-    for family in families:
-        specs_json = Path(kernels) / family / "specs.json"
-        for spec in load_specs(specs_json):
-            if only and not re.search(only, spec.kernel):
-                continue
-            t0 = time.perf_counter()
-            try:
-                res = run_search("greedy", spec, load_module(specs_json, spec), backend, cfg)
-            except (ChronosError, RuntimeError) as e:  # one kernel's failure is recorded, the run goes on
-                log(f"greedy: {spec.kernel}: FAILED: {e}")
-                results.append({"kernel": spec.kernel, "family": family, "error": str(e)})
-                continue
-            entry = res.to_json()
-            entry.update(family=family, sequence=list(res.best.actions), final=res.best.to_json())
-            results.append(entry)
-            demos.extend(res.demos)
-            log(f"greedy: {spec.kernel:44s} {res.baseline.cycles:>9.0f} -> {res.best.cycles:>9.0f} cycles "
-                f"({100 * res.change:+.1f}%) {'+'.join(res.best.actions) or '-'} "
-                f"[{res.evaluated} sets, {res.unique_cubins} cubins, {time.perf_counter() - t0:.1f} s]")
+    for family, specs_json, spec in kernels_of(kernels, families, only):
+        t0 = time.perf_counter()
+        try:
+            res = run_search("greedy", spec, load_module(specs_json, spec), backend, cfg)
+        except (ChronosError, RuntimeError) as e:  # one kernel's failure is recorded, the run goes on
+            log(f"greedy: {spec.kernel}: FAILED: {e}")
+            results.append({"kernel": spec.kernel, "family": family, "error": str(e)})
+            continue
+        entry = res.to_json()
+        entry.update(family=family, sequence=list(res.best.actions), final=res.best.to_json())
+        results.append(entry)
+        demos.extend(res.demos)
+        log(f"greedy: {spec.kernel:44s} {res.baseline.cycles:>9.0f} -> {res.best.cycles:>9.0f} cycles "
+            f"({100 * res.change:+.1f}%) {'+'.join(res.best.actions) or '-'} "
+            f"[{res.evaluated} sets, {res.unique_cubins} cubins, {time.perf_counter() - t0:.1f} s]")
     return results, demos
 
 
@@ -86,10 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     args.demos.parent.mkdir(parents=True, exist_ok=True)
     args.demos.write_text("".join(json.dumps(d, sort_keys=True) + "\n" for d in demos))
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    ok = [r for r in results if "error" not in r]
-    summary = {"kernels": len(results), "failed": len(results) - len(ok),
-               "mean_change": sum(r["change"] for r in ok) / len(ok) if ok else None,
-               "measured_sets": sum(r["evaluated"] for r in ok)}
+    summary = search_summary(results)
     args.out.write_text(json.dumps({"provenance": {**prov, "config": {"min_gain": cfg.min_gain,
                                                                        "max_steps": cfg.max_steps}},
                                     "summary": summary, "kernels": results}, indent=1) + "\n")

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import time
 from pathlib import Path
@@ -21,11 +20,12 @@ from pathlib import Path
 import yaml
 
 from chronos.errors import ChronosError
-from chronos.kernels.spec import load_module, load_specs
+from chronos.kernels.spec import load_module
 from chronos.measure.backend import make_backend
 from chronos.search import run as run_search
 from chronos.search.strategies import RandomConfig
 from chronos.stages.baseline import load_measure_params
+from chronos.stages.common import kernels_of, search_summary
 
 
 def load_random_params(params_path: Path) -> dict:
@@ -59,27 +59,22 @@ def main(argv: list[str] | None = None) -> int:
         name, mcfg = load_measure_params(args.params)
         backend = make_backend(args.backend or name, args.store, mcfg)
         try:
-            for family in p["families"]:
-                specs_json = args.kernels / family / "specs.json"
-                for spec in load_specs(specs_json):
-                    if args.only and not re.search(args.only, spec.kernel):
-                        continue
-                    cfg = RandomConfig(budget=budgets.get(spec.kernel, p["budget"]), seed=p["seed"],
-                                       max_steps=p["max_steps"])
-                    t0 = time.perf_counter()
-                    try:
-                        res = run_search("random", spec, load_module(specs_json, spec), backend, cfg)
-                    except (ChronosError, RuntimeError) as e:  # recorded; the run goes on
-                        print(f"random: {spec.kernel}: FAILED: {e}")
-                        results.append({"kernel": spec.kernel, "family": family, "error": str(e)})
-                        continue
-                    entry = {**res.to_json(), "family": family, "budget": cfg.budget,
-                             "sequence": list(res.best.actions)}
-                    results.append(entry)
-                    _write(args.out, {"partial": True}, results)  # a cut-off run keeps what it measured
-                    print(f"random: {spec.kernel:44s} {res.baseline.cycles:>9.0f} -> {res.best.cycles:>9.0f} "
-                          f"({100 * res.change:+.1f}%) {'+'.join(res.best.actions) or '-'} "
-                          f"[{res.evaluated} sets, budget {cfg.budget}, {time.perf_counter() - t0:.1f} s]")
+            for family, specs_json, spec in kernels_of(args.kernels, p["families"], args.only):
+                cfg = RandomConfig(budget=budgets.get(spec.kernel, p["budget"]), seed=p["seed"],
+                                   max_steps=p["max_steps"])
+                t0 = time.perf_counter()
+                try:
+                    res = run_search("random", spec, load_module(specs_json, spec), backend, cfg)
+                except (ChronosError, RuntimeError) as e:  # recorded; the run goes on
+                    print(f"random: {spec.kernel}: FAILED: {e}")
+                    results.append({"kernel": spec.kernel, "family": family, "error": str(e)})
+                    continue
+                results.append({**res.to_json(), "family": family, "budget": cfg.budget,
+                                "sequence": list(res.best.actions)})
+                _write(args.out, {"partial": True}, results)  # a cut-off run keeps what it measured
+                print(f"random: {spec.kernel:44s} {res.baseline.cycles:>9.0f} -> {res.best.cycles:>9.0f} "
+                      f"({100 * res.change:+.1f}%) {'+'.join(res.best.actions) or '-'} "
+                      f"[{res.evaluated} sets, budget {cfg.budget}, {time.perf_counter() - t0:.1f} s]")
             prov = backend.provenance()
         finally:
             backend.close()
@@ -92,10 +87,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _write(out: Path, provenance: dict, results: list[dict]) -> dict:
-    ok = [r for r in results if "error" not in r]
-    summary = {"kernels": len(results), "failed": len(results) - len(ok),
-               "mean_change": sum(r["change"] for r in ok) / len(ok) if ok else None,
-               "measured_sets": sum(r["evaluated"] for r in ok)}
+    summary = search_summary(results)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"provenance": provenance, "summary": summary, "kernels": results}, indent=1) + "\n")
     return summary

@@ -1,0 +1,26 @@
+"""What the search stages share: which kernels to visit, and the summary they write."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from chronos.kernels.spec import KernelSpec, load_specs
+
+
+def kernels_of(kernels: Path, families: list[str], only: str | None = None) -> Iterator[tuple[str, Path, KernelSpec]]:
+    """(family, specs.json, spec) for every kernel of the families, optionally filtered by a name regex."""
+    for family in families:
+        specs_json = Path(kernels) / family / "specs.json"
+        for spec in load_specs(specs_json):
+            if not only or re.search(only, spec.kernel):
+                yield family, specs_json, spec
+
+
+def search_summary(results: list[dict]) -> dict:
+    """Counts and the mean relative cycle change over the kernels that did not fail."""
+    ok = [r for r in results if "error" not in r]
+    return {"kernels": len(results), "failed": len(results) - len(ok),
+            "mean_change": sum(r["change"] for r in ok) / len(ok) if ok else None,
+            "measured_sets": sum(r["evaluated"] for r in ok)}
