@@ -60,6 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=Path("models/bc.pt"))
     ap.add_argument("--stats", type=Path, default=Path("reports/bc_stats.json"))
     args = ap.parse_args(argv)
+    # One thread: threaded float reductions change the order of sums, and with it the last bits of the
+    # weights; the stage's outputs must be byte-identical on every rerun (DVC and Snakemake compare them).
+    torch.set_num_threads(1)
     try:
         from chronos.inference import save_checkpoint
 

@@ -80,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--curves", type=Path, default=Path("reports/grpo_curves.csv"))
     ap.add_argument("--backend", choices=("gpu", "replay", "auto"), help="overrides measure.backend")
     a = ap.parse_args(argv)
+    torch.set_num_threads(1)  # byte-identical reruns: threaded reductions reorder float sums
     backend = None
     try:
         from chronos.inference import load_model, save_checkpoint
