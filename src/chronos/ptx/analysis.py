@@ -7,6 +7,7 @@ These are what the transforms build their legality proofs on, so every rule errs
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from chronos.ptx.ir import (
     Addr,
@@ -55,6 +56,30 @@ def _op_key(ins: Instruction) -> str:
     return op
 
 
+class _OpInfo(NamedTuple):
+    """What the opcode string alone decides; computed once per distinct opcode."""
+
+    op: str
+    key: str
+    writes_first: bool  # operand 0 is a register destination (unless it is an address)
+    orders: bool  # an ordering point by opcode
+    mem: tuple | None  # (kind, space, vector, bits, strong) for memory instructions
+
+
+_OPINFO: dict[str, _OpInfo] = {}
+
+
+def _info(opcode: str) -> _OpInfo:
+    info = _OPINFO.get(opcode)
+    if info is None:
+        probe = Instruction(opcode)
+        key = _op_key(probe)
+        op = probe.op
+        info = _OPINFO[opcode] = _OpInfo(op, key, op not in _NO_DEF_OPS and key not in _NO_DEF_OPS,
+                                         op in _ORDERING_OPS or key in _ORDERING_OPS, _memory_class(probe))
+    return info
+
+
 def _memo(ins: Instruction, slot: str, compute):
     """Per-instruction memo, stored on the instruction and keyed on what the analyses read: transforms
     build new instructions (or new operand lists) rather than editing old ones, so the key stays valid."""
@@ -78,7 +103,8 @@ def defs_uses(ins: Instruction) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 def _defs_uses(ins: Instruction) -> tuple[tuple[str, ...], tuple[str, ...]]:
     ops = ins.operands
-    op = ins.opcode.partition(".")[0]
+    info = _info(ins.opcode)
+    op = info.op
     if op == "call":
         # call{.uni} (ret), func, (args): the first parenthesised list, if two lists are given, is written.
         raws = [o for o in ops if not isinstance(o, Sym)]
@@ -87,7 +113,7 @@ def _defs_uses(ins: Instruction) -> tuple[tuple[str, ...], tuple[str, ...]]:
         return _dedupe(written), _dedupe(read + ([ins.pred] if ins.pred else []))
     defs: list[str] = []
     uses: list[str] = []
-    if ops and op not in _NO_DEF_OPS and _op_key(ins) not in _NO_DEF_OPS and not isinstance(ops[0], Addr):
+    if ops and info.writes_first and type(ops[0]) is not Addr:
         # `%p|%q` (setp, shfl, elect) is kept as Raw text; every register in it is a destination.
         first = ops[0]
         defs = [first.name] if type(first) is Reg else operand_regs(first)
@@ -143,13 +169,23 @@ _STRONG = {"volatile", "relaxed", "acquire", "release", "mmio", "cta", "gpu", "s
 
 def memory_op(ins: Instruction) -> MemOp | None:
     """Classify a memory instruction, or None if the instruction does not access memory. Memoised."""
-    op = ins.opcode.partition(".")[0]
-    if op not in _MEMORY_OPS:
-        return None  # the common case, decided without the memo
+    if _info(ins.opcode).mem is None:
+        return None  # the common case, decided by the opcode alone
     return _memo(ins, "_memory_op", _memory_op)
 
 
 def _memory_op(ins: Instruction) -> MemOp | None:
+    kind, space, vector, bits, strong = _info(ins.opcode).mem
+    addr = None
+    for o in ins.operands:
+        if type(o) is Addr:
+            addr = o
+            break
+    return MemOp(kind, space, vector, bits, addr, strong)
+
+
+def _memory_class(ins: Instruction) -> tuple | None:
+    """(kind, space, vector, bits, strong) from the opcode, or None when it is not a memory access."""
     key = _op_key(ins)
     if key not in _MEMORY_OPS and ins.op not in _MEMORY_OPS:
         return None
@@ -177,9 +213,7 @@ def _memory_op(ins: Instruction) -> MemOp | None:
             vector = int(m[1])
         elif m in _TYPE_BITS:
             bits = _TYPE_BITS[m]
-    addr = next((o for o in ins.operands if isinstance(o, Addr)), None)
-    strong = any(m in _STRONG for m in mods)
-    return MemOp(kind, space, vector, bits, addr, strong)
+    return kind, space, vector, bits, any(m in _STRONG for m in mods)
 
 
 # ------------------------------------------------------------------ ordering points
@@ -197,16 +231,13 @@ def is_ordering_point(s: Statement) -> bool:
 
 
 def _instruction_orders(s: Instruction) -> bool:
-    op = s.opcode.partition(".")[0]
-    if op in _ORDERING_OPS or _op_key(s) in _ORDERING_OPS:
+    info = _info(s.opcode)
+    if info.orders:
         return True
     for o in s.operands:
         if type(o) is Reg and o.name in _TIMERS:
             return True  # moving a clock read would change what it measures
-    if op not in _MEMORY_OPS:
-        return False
-    mem = memory_op(s)
-    return mem is not None and mem.volatile
+    return info.mem is not None and info.mem[4]
 
 
 # ------------------------------------------------------------------ basic blocks and CFG
