@@ -31,6 +31,7 @@ class Outcome:
     reason: str = ""
     cubin_sha256: str = ""
     ptx_sha256: str = ""
+    measured_at: str = ""  # when the record was made (the store's created_at), for provenance
 
     def to_json(self) -> dict:
         return {"actions": list(self.actions), "valid": self.valid, "cycles": self.cycles,
@@ -49,6 +50,7 @@ class SearchResult:
     invalid: dict[str, int] = field(default_factory=dict)
     trace: list[dict] = field(default_factory=list)  # strategy-specific steps
     demos: list[dict] = field(default_factory=list)  # greedy's (state, action) demonstrations
+    measured: tuple[str, str] = ("", "")  # first and last measurement time of the records used
 
     @property
     def change(self) -> float:
@@ -58,7 +60,8 @@ class SearchResult:
     def to_json(self) -> dict:
         return {"kernel": self.kernel, "strategy": self.strategy, "baseline": self.baseline.to_json(),
                 "best": self.best.to_json(), "change": self.change, "evaluated": self.evaluated,
-                "unique_cubins": self.unique_cubins, "invalid": self.invalid, "trace": self.trace}
+                "unique_cubins": self.unique_cubins, "invalid": self.invalid, "trace": self.trace,
+                "measured": {"first": self.measured[0], "last": self.measured[1]}}
 
 
 class Evaluator:
@@ -88,7 +91,8 @@ class Evaluator:
             records = self.backend.measure(self.spec, list(todo.values()), baseline_ptx=self.root_ptx)
             for k, rec in zip(todo, records, strict=True):
                 out = Outcome(k, bool(rec.valid), rec.cycles_median, rec.cycles_iqr, rec.time_ms_median,
-                              rec.time_ms_iqr, rec.reason or "", rec.cubin_sha256 or "", rec.ptx_sha256)
+                              rec.time_ms_iqr, rec.reason or "", rec.cubin_sha256 or "", rec.ptx_sha256,
+                              rec.created_at or "")
                 if out.valid and out.cycles is None:
                     out.valid, out.reason = False, "no_cycles"
                 self.cache[k] = out
@@ -100,8 +104,10 @@ class Evaluator:
 
     def result(self, strategy: str, best: Outcome, **kw) -> SearchResult:
         base = self.cache[()]
+        stamps = sorted(o.measured_at for o in self.cache.values() if o.measured_at)
         return SearchResult(self.spec.kernel, strategy, base, best, evaluated=len(self.cache),
-                            unique_cubins=len(self.cubins), invalid=dict(self.invalid), **kw)
+                            unique_cubins=len(self.cubins), invalid=dict(self.invalid),
+                            measured=(stamps[0], stamps[-1]) if stamps else ("", ""), **kw)
 
 
 def better(a: Outcome | None, b: Outcome | None) -> bool:

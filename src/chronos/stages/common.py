@@ -18,6 +18,18 @@ def kernels_of(kernels: Path, families: list[str], only: str | None = None) -> I
                 yield family, specs_json, spec
 
 
+def search_provenance(backend_provenance: dict, results: list[dict], argv: list[str] | None, stage: str) -> dict:
+    """GPU/driver/ptxas of the records, when they were measured (first/last), the backend and the command."""
+    import shlex
+    import sys
+
+    firsts = [r["measured"]["first"] for r in results if r.get("measured", {}).get("first")]
+    lasts = [r["measured"]["last"] for r in results if r.get("measured", {}).get("last")]
+    cmd = shlex.join(["python", "-m", f"chronos.stages.{stage}", *(argv if argv is not None else sys.argv[1:])])
+    return {**backend_provenance, "date": max(lasts) if lasts else None,
+            "measured": {"first": min(firsts), "last": max(lasts)} if firsts else None, "command": cmd}
+
+
 def search_summary(results: list[dict]) -> dict:
     """Counts and the mean relative cycle change over the kernels that did not fail."""
     ok = [r for r in results if "error" not in r]

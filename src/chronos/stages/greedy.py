@@ -26,7 +26,7 @@ from chronos.measure.backend import make_backend
 from chronos.search import run as run_search
 from chronos.search.strategies import GreedyConfig
 from chronos.stages.baseline import load_measure_params
-from chronos.stages.common import kernels_of, search_summary
+from chronos.stages.common import kernels_of, search_provenance, search_summary
 
 
 def load_greedy_params(params_path: Path) -> tuple[list[str], GreedyConfig]:
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         backend = make_backend(args.backend or name, args.store, mcfg)
         try:
             results, demos = run(args.kernels, families, cfg, backend, args.only)
-            prov = backend.provenance()
+            prov = {**backend.provenance(), "backend": type(backend).__name__}
         finally:
             backend.close()
     except ChronosError as e:
@@ -83,8 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     args.demos.write_text("".join(json.dumps(d, sort_keys=True) + "\n" for d in demos))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     summary = search_summary(results)
-    args.out.write_text(json.dumps({"provenance": {**prov, "config": {"min_gain": cfg.min_gain,
-                                                                       "max_steps": cfg.max_steps}},
+    prov = {**search_provenance(prov, results, argv, "greedy"),
+            "config": {"min_gain": cfg.min_gain, "max_steps": cfg.max_steps}}
+    args.out.write_text(json.dumps({"provenance": prov,
                                     "summary": summary, "kernels": results}, indent=1) + "\n")
     print(f"greedy: {summary}")
     return 0 if not summary["failed"] else 1
