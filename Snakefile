@@ -33,6 +33,7 @@ rule all:
         "reports/bc_stats.json",
         "reports/predictions.json",
         "reports/baseline.json",
+        GREEDY_PARTS,
         "data/demos/trajectories.jsonl",
         "reports/greedy_results.json",
         "reports/search_gemm_tile.csv",

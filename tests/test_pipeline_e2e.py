@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OUTPUTS = ["reports/baseline.json", "reports/greedy_results.json", "data/demos/trajectories.jsonl",
            "reports/bc_stats.json", "models/bc.pt", "reports/predictions.json", "reports/metrics.json",
            "reports/search_gemm_tile.csv", "reports/README.md", "data/kernels/gemm_tile/specs.json",
-           "data/kernels/gemm_tile/gemm_tile_4_6_4.ptx"]
+           "data/kernels/gemm_tile/gemm_tile_4_6_4.ptx", "data/search/greedy/gemm_tile_4_6_4.json"]
 
 
 @pytest.mark.slow

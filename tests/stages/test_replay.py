@@ -1,6 +1,7 @@
 """The committed H200 store replays the committed reports exactly, on a CPU; a miss is a clear error."""
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -10,12 +11,11 @@ from chronos.kernels.spec import load_module, load_specs
 from chronos.measure.backend import MeasurementMissError, ReplayBackend
 from chronos.measure.config import Variant
 from chronos.ptx import emit
-from chronos.stages import baseline, greedy
+from chronos.stages import baseline, greedy, greedy_kernel
 from chronos.transforms import apply
 
 ROOT = Path(__file__).resolve().parents[2]
 STORE = ROOT / "data/store/measurements.sqlite"
-ONLY = r"gemm_tile\((2,2,2|4,6,4|8,8,8)\)$"
 
 
 @pytest.fixture
@@ -29,17 +29,36 @@ def _entries(path: Path, names) -> dict:
     return {k["kernel"]: k for k in json.loads(path.read_text())["kernels"] if k["kernel"] in names}
 
 
-def test_greedy_replays_the_committed_results(store, tmp_path, ptxas):
+def test_greedy_kernel_jobs_replay_the_committed_parts(store, tmp_path, ptxas):
+    for entry in ("gemm_tile_2_2_2", "gemm_tile_4_6_4", "gemm_tile_8_8_8"):
+        out = tmp_path / f"{entry}.json"
+        rc = greedy_kernel.main(["--kernels", str(ROOT / "data/kernels"), "--store", str(store), "--backend",
+                                 "replay", "--kernel", entry, "--out", str(out), "--params", str(ROOT / "params.yaml")])
+        assert rc == 0
+        assert out.read_bytes() == (ROOT / "data/search/greedy" / f"{entry}.json").read_bytes()
+
+
+def test_greedy_merge_reproduces_the_committed_reports(tmp_path):
     out, demos = tmp_path / "g.json", tmp_path / "d.jsonl"
-    rc = greedy.main(["--kernels", str(ROOT / "data/kernels"), "--store", str(store), "--backend", "replay",
-                      "--out", str(out), "--demos", str(demos), "--only", ONLY, "--params", str(ROOT / "params.yaml")])
+    argv = ["--params", "params.yaml", "--kernels", "data/kernels", "--parts", "data/search/greedy",
+            "--demos", "data/demos/trajectories.jsonl", "--out", "reports/greedy_results.json"]
+    cwd = os.getcwd()
+    try:  # the committed report records the pipeline's own command line: run it from the repo root
+        os.chdir(ROOT)
+        rc = greedy.main([*argv[:-4], "--demos", str(demos), "--out", str(out)])
+    finally:
+        os.chdir(cwd)
     assert rc == 0
-    got = _entries(out, {"gemm_tile(2,2,2)", "gemm_tile(4,6,4)", "gemm_tile(8,8,8)"})
-    want = _entries(ROOT / "reports/greedy_results.json", got.keys())
-    assert len(got) == 3 and got == want
-    committed = [json.loads(x) for x in (ROOT / "data/demos/trajectories.jsonl").read_text().splitlines()]
-    replayed = [json.loads(x) for x in demos.read_text().splitlines()]
-    assert replayed == [d for d in committed if d["kernel"] in got]
+    assert demos.read_bytes() == (ROOT / "data/demos/trajectories.jsonl").read_bytes()
+    got, want = json.loads(out.read_text()), json.loads((ROOT / "reports/greedy_results.json").read_text())
+    assert got["kernels"] == want["kernels"] and got["summary"] == want["summary"]
+
+
+def test_greedy_merge_names_missing_parts(tmp_path, capsys):
+    assert greedy.main(["--params", str(ROOT / "params.yaml"), "--kernels", str(ROOT / "data/kernels"),
+                        "--parts", str(tmp_path), "--out", str(tmp_path / "g.json"),
+                        "--demos", str(tmp_path / "d.jsonl")]) == 1
+    assert "no part for 64 kernels" in capsys.readouterr().err
 
 
 def test_baseline_replays_the_committed_report(store, tmp_path):

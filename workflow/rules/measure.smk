@@ -1,5 +1,9 @@
 # Measurement stages. They measure on a GPU (measure.backend: gpu/auto) or replay from the committed store
 # data/store/measurements.sqlite (the store is an input: a GPU run appends to it, a replay only reads it).
+GEMM = config["kernels"]["gemm_tile"]
+GREEDY_PARTS = expand("data/search/greedy/gemm_tile_{m}_{n}_{k}.json", m=GEMM["m"], n=GEMM["n"], k=GEMM["k"])
+
+
 rule baseline:
     input:
         "data/kernels/gemm_tile",
@@ -16,20 +20,43 @@ rule baseline:
         " --store data/store/measurements.sqlite --out reports/baseline.json"
 
 
-rule greedy:
+# One job per kernel: `snakemake --cores all --resources gpu=2` keeps two GPUs busy, and an executor
+# plugin can spread the jobs over a cluster.
+rule greedy_kernel:
     input:
         "data/kernels/gemm_tile",
         "data/store/measurements.sqlite",
+        "src/chronos/stages/greedy_kernel.py",
         "src/chronos/stages/greedy.py",
         "src/chronos/search",
         "src/chronos/transforms",
         "src/chronos/measure",
     output:
-        "data/demos/trajectories.jsonl",
-        "reports/greedy_results.json",
+        "data/search/greedy/gemm_tile_{m}_{n}_{k}.json",
+    wildcard_constraints:
+        m=r"\d+",
+        n=r"\d+",
+        k=r"\d+",
+    resources:
+        gpu=1,
     params:
         tracked=tracked_params("measure", "search.greedy"),
     shell:
-        "python -m chronos.stages.greedy --params params.yaml --kernels data/kernels"
-        " --store data/store/measurements.sqlite --demos data/demos/trajectories.jsonl"
-        " --out reports/greedy_results.json"
+        "python -m chronos.stages.greedy_kernel --params params.yaml --kernels data/kernels"
+        " --store data/store/measurements.sqlite --kernel gemm_tile_{wildcards.m}_{wildcards.n}_{wildcards.k}"
+        " --out data/search/greedy/gemm_tile_{wildcards.m}_{wildcards.n}_{wildcards.k}.json"
+
+
+rule greedy:
+    input:
+        "data/kernels/gemm_tile",
+        GREEDY_PARTS,
+        "src/chronos/stages/greedy.py",
+    output:
+        "data/demos/trajectories.jsonl",
+        "reports/greedy_results.json",
+    params:
+        tracked=tracked_params("search.greedy"),
+    shell:
+        "python -m chronos.stages.greedy --params params.yaml --kernels data/kernels --parts data/search/greedy"
+        " --demos data/demos/trajectories.jsonl --out reports/greedy_results.json"

@@ -9,12 +9,14 @@ from pathlib import Path
 from chronos.kernels.spec import KernelSpec, load_specs
 
 
-def kernels_of(kernels: Path, families: list[str], only: str | None = None) -> Iterator[tuple[str, Path, KernelSpec]]:
-    """(family, specs.json, spec) for every kernel of the families, optionally filtered by a name regex."""
+def kernels_of(kernels: Path, families: list[str], only: str | None = None,
+               by_entry: bool = False) -> Iterator[tuple[str, Path, KernelSpec]]:
+    """(family, specs.json, spec) for every kernel of the families, optionally filtered by a regex on the
+    kernel name (or, with by_entry, on the entry name)."""
     for family in families:
         specs_json = Path(kernels) / family / "specs.json"
         for spec in load_specs(specs_json):
-            if not only or re.search(only, spec.kernel):
+            if not only or re.search(only, spec.entry if by_entry else spec.kernel):
                 yield family, specs_json, spec
 
 
