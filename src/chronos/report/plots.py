@@ -12,6 +12,15 @@ import numpy as np
 import pandas as pd
 
 
+def _save(fig, ax, out: Path) -> Path:
+    ax.legend()
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
+
+
 def search_bars(table: pd.DataFrame, out: Path) -> Path:
     """Per-kernel cycle change of greedy, random and oracle against the baseline (lower is faster)."""
     strategies = [s for s in ("greedy", "random", "oracle") if table[f"{s}_change"].notna().any()]
@@ -25,12 +34,7 @@ def search_bars(table: pd.DataFrame, out: Path) -> Path:
     ax.set_xticklabels([k.replace("gemm_tile", "") for k in table["kernel"]], rotation=90, fontsize=7)
     ax.set_ylabel("cycle change vs baseline (%)")
     ax.set_title("gemm_tile on an H200: best variant found per kernel (median of 200 %clock64 samples)")
-    ax.legend()
-    fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
+    return _save(fig, ax, out)
 
 
 def bc_curves(history: list[dict], out: Path) -> Path:
@@ -43,9 +47,4 @@ def bc_curves(history: list[dict], out: Path) -> Path:
     ax.plot(epochs, [h["loss"] for h in history], label="loss", linestyle="--")
     ax.set_xlabel("epoch")
     ax.set_title("BC warm start on the greedy demonstrations")
-    ax.legend()
-    fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
+    return _save(fig, ax, out)
