@@ -17,7 +17,6 @@ from chronos.ptx.ir import (
     Instruction,
     Label,
     Reg,
-    RegDecl,
     ScopeClose,
     ScopeOpen,
     Statement,
@@ -299,8 +298,3 @@ def basic_blocks(fn: Function) -> list[BasicBlock]:
         for s in b.succs:
             blocks[s].preds.append(b.index)
     return blocks
-
-
-def register_types(fn: Function) -> dict[str, str]:
-    """Map each declared register name (or range prefix, e.g. '%r' of `%r<33>`) to its declared type."""
-    return {name: s.dtype for s in fn.body or [] if isinstance(s, RegDecl) for name, _count in s.names}
