@@ -1,6 +1,6 @@
 """A fake measurement worker for the pool tests: speaks the hello, then misbehaves on purpose.
 
-    python fake_worker.py MODE    MODE: ok | hang | die | badline | fault | hang_once (per pid file)
+    python fake_worker.py MODE    MODE: ok | varied | hang | die | badline | fault
 
 ok answers every job valid; hang never answers; die exits 9 without answering; badline prints junk;
 fault answers fault:CUDA_ERROR_MISALIGNED_ADDRESS with exit:true and exits 3. Jobs whose spec kernel name
@@ -33,10 +33,11 @@ def main() -> None:
             print(json.dumps({"id": req["id"], "valid": False, "reason": "fault:CUDA_ERROR_MISALIGNED_ADDRESS",
                               "log": "misaligned address", "exit": True}), flush=True)
             os._exit(3)
-        else:
+        else:  # varied: cycles depend on the variant's cubin, so that a search has something to find
+            cycles = 1000.0 + (int(req["variant"][0][:3], 16) if how == "varied" else 0)
             print(json.dumps({"id": req["id"], "valid": True, "reason": "", "log": "",
-                              "time_ms": {"median": 0.01, "iqr": 0.001, "n": 5},
-                              "cycles": {"median": 1000.0, "iqr": 10.0, "n": 5}}), flush=True)
+                              "time_ms": {"median": cycles / 1e5, "iqr": 0.001, "n": 5},
+                              "cycles": {"median": cycles, "iqr": 10.0, "n": 5}}), flush=True)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-# Measurement stages. They measure on a GPU (measure.backend: gpu/auto) or replay from the committed store
-# data/store/measurements.sqlite (the store is an input: a GPU run appends to it, a replay only reads it).
+# Measurement stages. They measure on a GPU (measure.backend: gpu/auto) or replay from the committed stores:
+# data/store/measurements.sqlite and, for the gemm_tile kernels, data/store/atlas.sqlite (every legal action
+# set, grouped by SASS and measured). Both are inputs: a GPU run appends to them, a replay only reads them.
 GEMM = config["kernels"]["gemm_tile"]
 GREEDY_PARTS = expand("data/search/greedy/gemm_tile_{m}_{n}_{k}.json", m=GEMM["m"], n=GEMM["n"], k=GEMM["k"])
 
@@ -26,6 +27,7 @@ rule greedy_kernel:
     input:
         "data/kernels/gemm_tile",
         "data/store/measurements.sqlite",
+        "data/store/atlas.sqlite",
         "src/chronos/stages/greedy_kernel.py",
         "src/chronos/stages/greedy.py",
         "src/chronos/search",
@@ -60,3 +62,53 @@ rule greedy:
     shell:
         "python -m chronos.stages.greedy --params params.yaml --kernels data/kernels --parts data/search/greedy"
         " --demos data/demos/trajectories.jsonl --out reports/greedy_results.json"
+
+
+# The exhaustive oracle from the atlas (measured on the GPU by `python -m chronos.stages.atlas --backend gpu`;
+# here it reads the recorded measurements).
+rule atlas:
+    input:
+        "data/kernels/gemm_tile",
+        "data/store/atlas.sqlite",
+        "src/chronos/stages/atlas.py",
+        "src/chronos/search",
+    output:
+        "reports/oracle.json",
+    params:
+        tracked=tracked_params("measure", "search.atlas"),
+    shell:
+        "python -m chronos.stages.atlas --params params.yaml --kernels data/kernels"
+        " --atlas data/store/atlas.sqlite --out reports/oracle.json"
+
+
+rule random_search:
+    input:
+        "data/kernels/gemm_tile",
+        "data/store/measurements.sqlite",
+        "data/store/atlas.sqlite",
+        "reports/greedy_results.json",
+        "src/chronos/stages/random_search.py",
+        "src/chronos/search",
+    output:
+        "reports/random_results.json",
+    params:
+        tracked=tracked_params("measure", "search.random"),
+    shell:
+        "python -m chronos.stages.random_search --params params.yaml --kernels data/kernels"
+        " --store data/store/measurements.sqlite --greedy reports/greedy_results.json"
+        " --out reports/random_results.json"
+
+
+rule search_triton:
+    input:
+        "data/kernels/triton",
+        "data/store/measurements.sqlite",
+        "src/chronos/stages/search_triton.py",
+        "src/chronos/search",
+    output:
+        "reports/triton_search.json",
+    params:
+        tracked=tracked_params("measure", "search.greedy", "search.triton"),
+    shell:
+        "python -m chronos.stages.search_triton --params params.yaml --kernels data/kernels"
+        " --store data/store/measurements.sqlite --out reports/triton_search.json"

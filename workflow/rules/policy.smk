@@ -1,5 +1,6 @@
-# Policy stages: behaviour cloning of the greedy demonstrations (the DA-GRPO warm start), and the policy's
-# predictions for every gemm_tile kernel. GRPO joins once the atlas makes replay complete (see README).
+# Policy stages: behaviour cloning of the greedy demonstrations (the DA-GRPO warm start), DA-GRPO with rewards
+# from the measurement backend (replay: the atlas), the policy's predictions for every gemm_tile kernel, and
+# its zero-shot evaluation on the Triton suite.
 rule bc:
     input:
         "data/demos/trajectories.jsonl",
@@ -19,7 +20,7 @@ rule bc:
 rule predict:
     input:
         "data/kernels/gemm_tile",
-        "models/bc.pt",
+        "models/checkpoint_best.pt",
         "src/chronos/stages/predict.py",
         "src/chronos/features.py",
         "src/chronos/inference.py",
@@ -33,4 +34,43 @@ rule predict:
         tracked=tracked_params("predict"),
     shell:
         "python -m chronos.stages.predict --params params.yaml --kernels data/kernels/gemm_tile"
-        " --checkpoint models/bc.pt --out reports/predictions.json"
+        " --checkpoint models/checkpoint_best.pt --out reports/predictions.json"
+
+
+rule grpo:
+    input:
+        "data/kernels/gemm_tile",
+        "data/store/measurements.sqlite",
+        "data/store/atlas.sqlite",
+        "models/bc.pt",
+        "src/chronos/stages/grpo.py",
+        "src/chronos/rl",
+    output:
+        "models/checkpoint_best.pt",
+        "models/checkpoint_latest.pt",
+        "reports/training_result.json",
+        "reports/grpo_curves.csv",
+    params:
+        tracked=tracked_params("grpo", "split", "measure"),
+    shell:
+        "python -m chronos.stages.grpo --params params.yaml --kernels data/kernels/gemm_tile"
+        " --store data/store/measurements.sqlite --bc models/bc.pt --out-best models/checkpoint_best.pt"
+        " --out-latest models/checkpoint_latest.pt --result reports/training_result.json"
+        " --curves reports/grpo_curves.csv"
+
+
+rule evaluate:
+    input:
+        "data/kernels/triton",
+        "data/store/measurements.sqlite",
+        "models/checkpoint_best.pt",
+        "src/chronos/stages/evaluate.py",
+        "src/chronos/rl",
+    output:
+        "reports/measure_triton_results.json",
+    params:
+        tracked=tracked_params("predict", "search.greedy", "search.triton", "measure"),
+    shell:
+        "python -m chronos.stages.evaluate --params params.yaml --kernels data/kernels"
+        " --store data/store/measurements.sqlite --checkpoint models/checkpoint_best.pt"
+        " --out reports/measure_triton_results.json"

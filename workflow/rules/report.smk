@@ -1,5 +1,4 @@
-# Tables, figures, reports/README.md and reports/metrics.json (for `dvc exp show`) from the stages' outputs
-# and the recorded random-search results (reports/random_results.json, a partial H200 run for now).
+# Tables, figures, reports/README.md and reports/metrics.json (for `dvc exp show`) from the stages' outputs.
 rule report:
     input:
         "reports/baseline.json",
@@ -7,12 +6,19 @@ rule report:
         "reports/random_results.json",
         "reports/bc_stats.json",
         "reports/predictions.json",
+        "reports/oracle.json",
+        "reports/training_result.json",
+        "reports/grpo_curves.csv",
+        "reports/triton_search.json",
+        "reports/measure_triton_results.json",
         "src/chronos/stages/report.py",
         "src/chronos/report",
     output:
         "reports/search_gemm_tile.csv",
         "reports/figures/search_gemm_tile.png",
         "reports/figures/bc_curves.png",
+        "reports/figures/grpo_curves.png",
+        "reports/figures/triton_results.png",
         "reports/metrics.json",
         "reports/README.md",
     shell:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import concurrent.futures as cf
+import functools
 import hashlib
 import multiprocessing
 import os
@@ -51,13 +52,37 @@ class Compiled:
     spills: int
     cycles: tuple[str, bytes] | None
     note: str = ""
+    ptx_sha: str = ""
 
 
-def compile_variant(ptx: str, spec: KernelSpec, arch: str, ptxas: str | None, with_cycles: bool = True) -> Compiled:
-    """ptxas the PTX (raises PtxasError) and, for cycles, its %clock64-instrumented twin."""
+@functools.lru_cache(maxsize=4)
+def _root_module(specs_json: str, entry: str):
+    from chronos.kernels.spec import load_module, load_specs
+
+    spec = next(s for s in load_specs(Path(specs_json)) if s.entry == entry)
+    return load_module(Path(specs_json), spec)
+
+
+def realize_recipe(recipe: tuple[str, str], actions: tuple[str, ...]) -> str:
+    """The PTX of `actions` on the kernel named by `recipe` (see Variant.recipe)."""
+    from chronos.ptx import emit
+    from chronos.search.space import realize
+
+    module = realize(_root_module(*recipe), actions, defer_ptxas=True)
+    if module is None:
+        raise MeasureError(f"{recipe[1]} [{'+'.join(actions)}]: not a legal set")
+    return emit(module)
+
+
+def compile_variant(ptx: str, spec: KernelSpec, arch: str, ptxas: str | None, with_cycles: bool = True,
+                    recipe: tuple | None = None) -> Compiled:
+    """ptxas the PTX (raises PtxasError) and, for cycles, its %clock64-instrumented twin. With `recipe`
+    ((specs.json, entry), actions), the PTX is realised here first."""
     from chronos.measure.instrument import instrument_text
     from chronos.toolchain import assemble
 
+    if recipe is not None:
+        ptx = realize_recipe(*recipe)
     res = assemble(ptx, arch, ptxas=ptxas, name="variant")
     e = res.entries.get(spec.entry)
     regs = e.registers if e else 0
@@ -69,7 +94,7 @@ def compile_variant(ptx: str, spec: KernelSpec, arch: str, ptxas: str | None, wi
             cycles = (hashlib.sha256(inst.cubin).hexdigest(), inst.cubin)
         except Exception as ex:  # noqa: BLE001 - no cycles for this variant, said in its log
             note = f"no cycle instrumentation: {ex}"
-    return Compiled(res.cubin, hashlib.sha256(res.cubin).hexdigest(), regs, spills, cycles, note)
+    return Compiled(res.cubin, hashlib.sha256(res.cubin).hexdigest(), regs, spills, cycles, note, sha256_text(ptx))
 
 
 def _b64(sha: str, cubin: bytes) -> list:
@@ -101,7 +126,7 @@ class GpuBackend:
         return {"gpu": self.info.get("gpu", "?"), "driver": self.info.get("driver", "?"), "ptxas": self.ptxas_version}
 
     def _record(self, spec: KernelSpec, v: Variant, **kw) -> Record:
-        base = {"kernel": spec.kernel, "ptx_sha256": v.ptx_sha256, "cubin_sha256": "", "gpu": self.info["gpu"],
+        base = {"kernel": spec.kernel, "ptx_sha256": "" if v.recipe else v.ptx_sha256, "cubin_sha256": "", "gpu": self.info["gpu"],
                 "driver": self.info["driver"], "ptxas": self.ptxas_version,
                 "config_hash": self.config.config_hash(), "actions": tuple(v.actions), "valid": False}
         base.update(kw)
@@ -125,7 +150,8 @@ class GpuBackend:
                     raise MeasureError(f"{spec.kernel}: no baseline PTX (pass baseline_ptx or a variant with no actions)")
             todo = []
             for i, v in enumerate(variants):
-                rec = self.store.latest(spec.kernel, v.ptx_sha256, ch, gpu=gpu, ptxas=self.ptxas_version)
+                rec = None if v.recipe else self.store.latest(spec.kernel, v.ptx_sha256, ch, gpu=gpu,
+                                                              ptxas=self.ptxas_version)
                 if rec is not None and (rec.valid or not self.retry_invalid):
                     results[g][i] = rec
                 else:
@@ -133,7 +159,9 @@ class GpuBackend:
             if todo:
                 bases[g] = self.executor.submit(compile_variant, baseline_ptx, spec, cfg.arch, self.ptxas, False)
                 for i in todo:
-                    futs[self.executor.submit(compile_variant, variants[i].ptx, spec, cfg.arch, self.ptxas)] = (g, i)
+                    v = variants[i]
+                    recipe = (v.recipe, v.actions) if v.recipe else None
+                    futs[self.executor.submit(compile_variant, v.ptx, spec, cfg.arch, self.ptxas, True, recipe)] = (g, i)
         compiled: dict[tuple[int, int], Compiled] = {}
         first_of: dict[tuple[str, str], tuple[int, int]] = {}  # (kernel, cubin sha) -> job measuring it
         copies: list[tuple[tuple[int, int], tuple[int, int]]] = []
@@ -152,6 +180,9 @@ class GpuBackend:
                     c = fut.result()
                 except PtxasError as e:
                     results[g][i] = self._record(spec, v, reason="ptxas_error", log=f"{e}\n{e.log}")
+                    continue
+                except MeasureError as e:  # a recipe that does not realise
+                    results[g][i] = self._record(spec, v, reason="illegal", log=str(e))
                     continue
                 compiled[g, i] = c
                 prior = self.store.latest_by_cubin(c.sha, ch, kernel=spec.kernel, gpu=gpu)
@@ -173,7 +204,7 @@ class GpuBackend:
             cyc, tm = ans.get("cycles") or {}, ans.get("time_ms") or {}
             log = "\n".join(x for x in (ans.get("log", ""), c.note) if x)
             results[g][i] = self._record(
-                spec, variants[i], cubin_sha256=c.sha, valid=bool(ans.get("valid")), reason=ans.get("reason", ""),
+                spec, variants[i], ptx_sha256=c.ptx_sha, cubin_sha256=c.sha, valid=bool(ans.get("valid")), reason=ans.get("reason", ""),
                 log=log, cycles_median=cyc.get("median"), cycles_iqr=cyc.get("iqr"),
                 time_ms_median=tm.get("median"), time_ms_iqr=tm.get("iqr"), registers=c.registers,
                 spills=c.spills, extra={"cycles_n": cyc.get("n"), "time_n": tm.get("n"),
@@ -187,7 +218,7 @@ class GpuBackend:
 
     def _copy(self, spec: KernelSpec, v: Variant, c: Compiled, prior: Record) -> Record:
         return self._record(
-            spec, v, cubin_sha256=c.sha, valid=prior.valid, reason=prior.reason,
+            spec, v, ptx_sha256=c.ptx_sha, cubin_sha256=c.sha, valid=prior.valid, reason=prior.reason,
             log=f"same cubin as ptx {prior.ptx_sha256} (record {prior.id}): not measured again",
             cycles_median=prior.cycles_median, cycles_iqr=prior.cycles_iqr, time_ms_median=prior.time_ms_median,
             time_ms_iqr=prior.time_ms_iqr, registers=c.registers, spills=c.spills,
@@ -205,9 +236,12 @@ class GpuBackend:
 
 
 class ReplayBackend:
-    """Answers from the store: the newest record for (kernel, PTX sha256, config) on any GPU."""
+    """Answers from the atlas (`atlas.sqlite` beside the store, if there is one) for the kernels and sets it
+    covers, so that one kernel's answers all come from one run; else from the store: the newest record for
+    (kernel, PTX sha256, config) on any GPU."""
 
-    def __init__(self, store_path: str | Path, config: MeasureConfig | None = None, *, gpu: str | None = None):
+    def __init__(self, store_path: str | Path, config: MeasureConfig | None = None, *, gpu: str | None = None,
+                 atlas: str | Path | None = None):
         self.config = config or MeasureConfig()
         self.path = Path(store_path)
         if not self.path.is_file():
@@ -216,6 +250,12 @@ class ReplayBackend:
         self.store = Store(self.path)
         self.gpu = gpu
         self._last: Record | None = None
+        atlas = Path(atlas) if atlas else self.path.parent / "atlas.sqlite"
+        self.atlas = None
+        if atlas.is_file() and gpu is None:
+            from chronos.search.atlas import AtlasReplay
+
+            self.atlas = AtlasReplay(atlas)
 
     def provenance(self) -> dict:
         r = self._last
@@ -226,15 +266,22 @@ class ReplayBackend:
         ch = self.config.config_hash()
         out = []
         for v in variants:
-            rec = self.store.latest(spec.kernel, sha256_text(v.ptx), ch, gpu=self.gpu)
+            sha = sha256_text(v.ptx)
+            rec = self.atlas.record(spec.kernel, v.actions, sha, ch) if self.atlas else None
+            rec = rec or self.store.latest(spec.kernel, sha, ch, gpu=self.gpu)
             if rec is None:
-                raise MeasurementMissError(spec.kernel, tuple(v.actions), v.ptx_sha256, ch, self.path)
+                err = MeasurementMissError(spec.kernel, tuple(v.actions), v.ptx_sha256, ch, self.path)
+                if self.atlas and self.atlas.last_miss:
+                    err.message += f"; atlas: {self.atlas.last_miss}"
+                raise err
             self._last = rec
             out.append(rec)
         return out
 
     def close(self) -> None:
         self.store.close()
+        if self.atlas:
+            self.atlas.close()
 
     def __enter__(self):
         return self

@@ -110,6 +110,9 @@ class Variant:
     spec: KernelSpec
     ptx: str
     actions: tuple[str, ...] = field(default=())
+    recipe: tuple[str, str] | None = None
+    """(specs.json path, entry): realise `actions` (canonical order) in the compile process instead of
+    shipping `ptx` (left empty); used by the atlas, whose parent process would otherwise do it serially."""
 
     @property
     def ptx_sha256(self) -> str:

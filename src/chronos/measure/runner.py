@@ -101,6 +101,7 @@ class GpuRunner:
         self.draws: dict[tuple, dict[str, np.ndarray]] = {}  # (kernel, seed, draw, poison) -> inputs
         self.flush = None
         self.warmed = False
+        self.rowmax = None
 
     def warm_up(self, seconds: float, nbytes: int = 256 << 20) -> None:
         """Keep the GPU busy for `seconds` before the first measurement, so that every measurement of a
@@ -260,7 +261,43 @@ class GpuRunner:
         self._call(self.ctx.synchronize)
         return stats([end.time_since(start) for start, end in evs])
 
+    def _rowmax_kernel(self):
+        """The row-maximum helper (chronos.measure.rowmax), JIT-loaded once and checked against numpy."""
+        if self.rowmax is None:
+            from chronos.measure import rowmax
+
+            mod = self._call(self.drv.module_from_buffer, rowmax.PTX.encode())
+            fn = mod.get_function(rowmax.ENTRY)
+            fn.prepare("PPI")
+            self.rowmax = (mod, fn, rowmax.THREADS)
+            rows = np.random.default_rng(0).integers(-(1 << 40), 1 << 40, size=(7, 1000), dtype=np.int64)
+            if not np.array_equal(self._rowmax(rows.size * 8, rows), rows.max(axis=1)):
+                raise MeasureError("the GPU row-maximum helper disagrees with numpy")
+        return self.rowmax
+
+    def _rowmax(self, nbytes: int, rows: np.ndarray | None = None, buf=None, n: int = 0, cols: int = 0) -> np.ndarray:
+        """Row maxima of an int64 [n, cols] matrix on the device (`buf`), or of `rows` uploaded first."""
+        _, fn, threads = self._rowmax_kernel()
+        owned = buf is None
+        if owned:
+            n, cols = rows.shape
+            buf = self._call(self.drv.mem_alloc, nbytes)
+            self._call(self.drv.memcpy_htod, buf, np.ascontiguousarray(rows))
+        out = self._call(self.drv.mem_alloc, 8 * n)
+        try:
+            self._call(fn.prepared_call, (n, 1, 1), (threads, 1, 1), np.uintp(int(buf)), np.uintp(int(out)),
+                       np.uint32(cols))
+            host = np.empty(n, dtype=np.int64)
+            self._call(self.drv.memcpy_dtoh, host, out)
+            return host
+        finally:
+            out.free()
+            if owned:
+                buf.free()
+
     def _cycles(self, k: _Kernel, spec: KernelSpec, args: list, cfg: MeasureConfig) -> dict:
+        """cfg.cycle_samples instrumented launches; each thread writes its own %clock64 delta, the GPU takes
+        the maximum over the threads of each launch, and the median/IQR is over launches."""
         per = spec.threads * 8
         batch = max(1, min(cfg.cycle_samples, cfg.max_cycle_buffer_bytes // per))
         buf = self._call(self.drv.mem_alloc, batch * per)
@@ -271,13 +308,10 @@ class GpuRunner:
             left = cfg.cycle_samples
             while left:
                 n = min(batch, left)
-                self._call(self.drv.memset_d8, buf, 0, n * per)
+                self._call(self.drv.memset_d8_async, buf, 0, n * per)
                 for s in range(n):
                     self._call(k.launch, [*args, np.uintp(int(buf) + s * per)])
-                self._call(self.ctx.synchronize)
-                host = np.empty(n * spec.threads, dtype=np.int64)
-                self._call(self.drv.memcpy_dtoh, host, buf)
-                maxima.extend(host.reshape(n, spec.threads).max(axis=1).tolist())
+                maxima.extend(self._rowmax(n * per, buf=buf, n=n, cols=spec.threads).tolist())
                 left -= n
         finally:
             try:

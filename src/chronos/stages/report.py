@@ -2,10 +2,11 @@
 
     python -m chronos.stages.report --params params.yaml --reports reports
 
-Reads reports/{baseline,greedy_results,bc_stats,predictions}.json and, when present, the recorded
-reports/random_results.json and reports/oracle.json. Writes reports/search_gemm_tile.csv,
-reports/figures/{search_gemm_tile,bc_curves}.png, reports/metrics.json (for `dvc exp show`) and
-reports/README.md. Every number comes from those files; nothing is measured here.
+Reads reports/{baseline,greedy_results,random_results,oracle,bc_stats,predictions,training_result,
+triton_search,measure_triton_results}.json and grpo_curves.csv (each optional but baseline and greedy). Writes
+reports/search_gemm_tile.csv, reports/figures/{search_gemm_tile,bc_curves,grpo_curves,triton_results}.png,
+reports/metrics.json (for `dvc exp show`) and reports/README.md. Every number comes from those files;
+nothing is measured here.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import json
 import sys
 from pathlib import Path
 
-from chronos.report.plots import bc_curves, search_bars
+from chronos.report.plots import bc_curves, grpo_curves, search_bars, triton_bars
 from chronos.report.tables import search_table, summary_metrics
 
 
@@ -43,7 +44,7 @@ def render_readme(metrics: dict, table, baseline: dict, random_partial: bool) ->
         "| strategy | kernels | mean change | median change |",
         "|---|---|---|---|",
     ]
-    for s in ("greedy", "random", "oracle"):
+    for s in ("greedy", "random", "oracle", "policy"):
         n = metrics[f"{s}_kernels"]
         note = " (partial run)" if s == "random" and random_partial else ""
         note = " (not measured yet)" if n == 0 else note
@@ -61,8 +62,22 @@ def render_readme(metrics: dict, table, baseline: dict, random_partial: bool) ->
     if metrics.get("predicted_kernels"):
         lines.append(f"The BC policy predicts {metrics['predicted_distinct_sequences']} distinct sequences over "
                      f"{metrics['predicted_kernels']} gemm_tile kernels (`predictions.json`).")
-    lines += ["", ("GRPO and the 33-kernel Triton evaluation need the complete atlas (every reachable variant "
-              "measured), which is not recorded yet.")]
+    for split in ("train", "heldout"):
+        if metrics.get(f"{split}_kernels"):
+            lines.append(
+                f"DA-GRPO policy on the {metrics[f'{split}_kernels']} {split} kernels: {_pct(metrics[f'{split}_policy_mean_change'])} "
+                f"mean cycle change (greedy {_pct(metrics[f'{split}_greedy_mean_change'])}, oracle "
+                f"{_pct(metrics[f'{split}_oracle_mean_change'])}); {100 * metrics[f'{split}_oracle_fraction']:.1f}% of the "
+                f"oracle's mean log-gain; {metrics[f'{split}_distinct_sequences']} distinct sequences "
+                "(`training_result.json`, `figures/grpo_curves.png`).")
+    if metrics.get("triton_kernels"):
+        g = metrics["triton_geomean_speedup"]
+        lines += ["", "## Triton suite (zero-shot, optimize path)", "",
+                  (f"{metrics['triton_measured']} of {metrics['triton_kernels']} kernels measured; geomean cycle speedup "
+                   f"{'n/a' if g is None else f'{g:.3f}x'}; {metrics['triton_faster']} faster, "
+                   f"{metrics['triton_slower']} slower than baseline, {metrics['triton_wrong_outputs']} wrong outputs; "
+                   f"{metrics['triton_distinct_sequences']} distinct predicted sets "
+                   "(`measure_triton_results.json`, `triton_search.json`, `figures/triton_results.png`).")]
     best = table.sort_values("greedy_change").head(5)
     lines += ["", "## Largest greedy gains", "", "| kernel | baseline cycles | greedy cycles | change | actions |",
               "|---|---|---|---|---|"]
@@ -80,12 +95,19 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     r = args.reports
     table = search_table(r / "baseline.json", r / "greedy_results.json", r / "random_results.json",
-                         r / "oracle.json")
+                         r / "oracle.json", r / "training_result.json")
     table.to_csv(r / "search_gemm_tile.csv", index=False, float_format="%.6g")
     search_bars(table, r / "figures" / "search_gemm_tile.png")
     bc = json.loads((r / "bc_stats.json").read_text())
     bc_curves(bc["history"], r / "figures" / "bc_curves.png")
-    metrics = summary_metrics(table, r / "bc_stats.json", r / "predictions.json", r / "baseline.json")
+    if (r / "grpo_curves.csv").is_file():
+        grpo_curves(r / "grpo_curves.csv", r / "figures" / "grpo_curves.png")
+    tri = r / "measure_triton_results.json"
+    if tri.is_file():
+        search = r / "triton_search.json"
+        triton_bars(json.loads(tri.read_text())["kernels"],
+                    json.loads(search.read_text()) if search.is_file() else None, r / "figures" / "triton_results.png")
+    metrics = summary_metrics(table, r / "bc_stats.json", r / "predictions.json", r / "baseline.json", tri)
     (r / "metrics.json").write_text(json.dumps(metrics, indent=1, sort_keys=True) + "\n")
     baseline = json.loads((r / "baseline.json").read_text())
     rnd = r / "random_results.json"

@@ -1,0 +1,132 @@
+"""Stage `evaluate`: the trained policy, zero-shot, on the 33 Triton kernels, through the optimize path.
+
+    python -m chronos.stages.evaluate --params params.yaml --kernels data/kernels \
+        --store data/store/measurements.sqlite --checkpoint models/checkpoint_best.pt \
+        --out reports/measure_triton_results.json [--backend gpu|replay|auto]
+
+Per kernel: the policy's greedy rollout (masked, at most `predict.max_steps` transforms) gives a sequence;
+the baseline and the variant are measured (bit-exact verification included). The optimize path returns the
+variant only if it is valid and clearly faster in cycles (`search.greedy.min_gain`, IQR bands apart), else
+the baseline, so it never returns a slower or unverified kernel. On replay, a kernel whose prediction was
+never measured is reported as `unmeasured` (run this stage on a GPU to measure it) and the run goes on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+import torch
+import yaml
+
+from chronos.errors import ChronosError
+from chronos.kernels.spec import load_module
+from chronos.search.base import Outcome, clearly_faster
+from chronos.stages.common import kernels_of
+
+
+def _m(o: Outcome) -> dict:
+    return {"cycles": o.cycles, "cycles_iqr": o.cycles_iqr, "time_ms": o.time_ms, "time_ms_iqr": o.time_ms_iqr,
+            "valid": o.valid, "reason": o.reason}
+
+
+def evaluate_kernel(env, policy, kernel: str, max_steps: int, min_gain: float) -> dict:
+    from chronos.rl.grpo import Rollout, run_rollouts
+
+    r = Rollout(kernel, "greedy")
+    run_rollouts(env, [r], policy, policy, 1.0, torch.Generator(), max_steps)
+    row = {"kernel": kernel, "sequence": r.sequence, "final_set": list(r.key)}
+    try:
+        base, final = env.evaluate(kernel, [(), r.key])
+    except ChronosError as e:
+        return {**row, "verdict": "unmeasured", "error": " ".join(str(e).split())[:400]}
+    row["baseline"], row["final"] = _m(base), _m(final)
+    if not base.valid:
+        return {**row, "verdict": "baseline_invalid"}
+    if not r.key:
+        verdict, chosen = "stop_first", base
+    elif not final.valid:
+        verdict, chosen = f"invalid:{final.reason or 'invalid'}", base
+    elif clearly_faster(final, base, min_gain):
+        verdict, chosen = "faster", final
+    else:
+        verdict, chosen = "not_faster", base
+    if final.valid and r.key:
+        row["change"] = final.cycles / base.cycles - 1.0
+        row["time_change"] = final.time_ms / base.time_ms - 1.0 if final.time_ms and base.time_ms else None
+    row["verdict"] = verdict
+    row["optimize"] = {"returned": "variant" if chosen is final and r.key else "baseline",
+                       "speedup_cycles": base.cycles / chosen.cycles,
+                       "speedup_time": base.time_ms / chosen.time_ms if chosen.time_ms and base.time_ms else None}
+    return row
+
+
+def summarize(rows: list[dict]) -> dict:
+    done = [r for r in rows if "optimize" in r]
+
+    def geomean(key):
+        vals = [r["optimize"][key] for r in done if r["optimize"][key]]
+        return math.exp(sum(map(math.log, vals)) / len(vals)) if vals else None
+
+    verdicts: dict[str, int] = {}
+    for r in rows:
+        verdicts[r["verdict"]] = verdicts.get(r["verdict"], 0) + 1
+    return {"kernels": len(rows), "measured": len(done), "verdicts": dict(sorted(verdicts.items())),
+            "geomean_speedup_cycles": geomean("speedup_cycles"), "geomean_speedup_time": geomean("speedup_time"),
+            "wrong_outputs": sum(r["verdict"] == "invalid:wrong_output" for r in rows),
+            "slower_than_baseline": sum(r["optimize"]["speedup_cycles"] < 1.0 for r in done),
+            "distinct_sequences": len({tuple(r["final_set"]) for r in rows})}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--params", type=Path, default=Path("params.yaml"))
+    ap.add_argument("--kernels", type=Path, default=Path("data/kernels"))
+    ap.add_argument("--store", type=Path, default=Path("data/store/measurements.sqlite"))
+    ap.add_argument("--checkpoint", type=Path, default=Path("models/checkpoint_best.pt"))
+    ap.add_argument("--out", type=Path, default=Path("reports/measure_triton_results.json"))
+    ap.add_argument("--backend", choices=("gpu", "replay", "auto"), help="overrides measure.backend")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(1)
+    params = yaml.safe_load(args.params.read_text()) or {}
+    max_steps = int((params.get("predict") or {}).get("max_steps", 6))
+    min_gain = float(((params.get("search") or {}).get("greedy") or {}).get("min_gain", 0.005))
+    families = list(((params.get("search") or {}).get("triton") or {}).get("families", ["triton"]))
+    try:
+        from chronos.inference import load_model
+        from chronos.measure.backend import make_backend
+        from chronos.rl.env import EnvConfig, TransformEnv
+        from chronos.stages.baseline import load_measure_params
+
+        policy = load_model(args.checkpoint).eval()
+        name, mcfg = load_measure_params(args.params)
+        kernels = {s.kernel: (s, load_module(sj, s)) for _, sj, s in kernels_of(args.kernels, families)}
+        backend = make_backend(args.backend or name, args.store, mcfg)
+        try:
+            env = TransformEnv(kernels, backend, EnvConfig(max_steps=max_steps))
+            rows = []
+            for kernel in kernels:
+                row = evaluate_kernel(env, policy, kernel, max_steps, min_gain)
+                rows.append(row)
+                ch = row.get("change")
+                print(f"evaluate: {kernel:44s} {'+'.join(row['sequence']) or '(stop)':50s} "
+                      f"{'' if ch is None else f'{100 * ch:+.1f}% '}{row['verdict']}", flush=True)
+            prov = backend.provenance()
+        finally:
+            backend.close()
+    except ChronosError as e:
+        print(f"evaluate: error: {e}", file=sys.stderr)
+        return 1
+    summary = summarize(rows)
+    out = {"provenance": {**prov, "checkpoint": str(args.checkpoint)}, "summary": summary, "kernels": rows}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(out, indent=1) + "\n")
+    print(f"evaluate: {summary}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

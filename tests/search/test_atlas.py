@@ -1,0 +1,119 @@
+"""The atlas plan (real ptxas), its measurement through the pool (fake worker), the oracle and replay."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import json
+from pathlib import Path
+
+import pytest
+
+from chronos.kernels.spec import load_module, load_specs
+from chronos.measure.backend import GpuBackend, MeasurementMissError, ReplayBackend
+from chronos.measure.config import MeasureConfig, Variant
+from chronos.measure.store import Store
+from chronos.ptx import emit
+from chronos.search import atlas as atlas_mod
+from chronos.search import space
+from chronos.search.atlas import AtlasDB, AtlasError, actions_of, assemble_key, build_kernel_plan, mask_of
+from chronos.stages import atlas as atlas_stage
+
+from ..measure.test_pool_backend import fake
+
+ROOT = Path(__file__).resolve().parents[2]
+SPECS = ROOT / "data/kernels/gemm_tile/specs.json"
+SMALL_SLOTS = (("vec_ld",), space.CONFLICT_GROUPS["load_cache_hint"], space.CONFLICT_GROUPS["register_budget"])
+
+
+def _spec(entry="gemm_tile_2_2_2"):
+    return next(s for s in load_specs(SPECS) if s.entry == entry)
+
+
+def test_mask_round_trip_is_canonical():
+    acts = ("maxnreg_64", "vec_ld", "cache_cg")
+    assert actions_of(mask_of(acts)) == space.canonical(acts) and mask_of(()) == 0
+    with pytest.raises(Exception, match="conflict"):
+        mask_of(("cache_cg", "cache_cs"))
+
+
+def test_sass_key_ignores_metadata_but_not_code(ptxas):
+    root = load_module(SPECS, _spec())
+    base = assemble_key(emit(root), "sm_90a", str(ptxas))
+    loose = assemble_key(emit(space.realize(root, ("maxnreg_255",))), "sm_90a", str(ptxas))
+    hinted = assemble_key(emit(space.realize(root, ("cache_cs",))), "sm_90a", str(ptxas))
+    assert loose.ptx_sha256 != base.ptx_sha256 and loose.sass_key == base.sass_key  # a budget it did not need
+    assert hinted.sass_key != base.sass_key  # LDG.E.EF is other machine code
+
+
+@pytest.fixture
+def small_plan(tmp_path, monkeypatch, ptxas):
+    """A plan for gemm_tile(2,2,2) over three slots (2 x 5 x 5 = 50 sets), built with real ptxas."""
+    monkeypatch.setattr(space, "SLOTS", SMALL_SLOTS)
+    spec = _spec()
+    root = load_module(SPECS, spec)
+    with cf.ThreadPoolExecutor(2) as ex:
+        plan = build_kernel_plan(root, "sm_90a", ex, str(ptxas))
+    db = AtlasDB(tmp_path / "atlas.sqlite", create=True)
+    db.set_meta(ptxas="test", arch="sm_90a")
+    db.add_kernel(spec.kernel, atlas_mod.hashlib.sha256(emit(root).encode()).hexdigest(), plan, 1.0)
+    return db, spec, root, plan
+
+
+def test_plan_groups_sets_by_sass_and_picks_small_representatives(small_plan):
+    db, spec, _, plan = small_plan
+    assert len(plan) == 50 and plan[0][0] == 0  # the empty set first
+    k = db.kernels()[0]
+    assert k["sets"] == 50 and 1 < k["variants"] < 50  # maxnreg_255/128 change no machine code here
+    sets = db.variant_sets(spec.kernel)
+    assert sum(len(m) for m in sets.values()) == 50
+    for v, acts in db.representatives(spec.kernel):
+        assert mask_of(acts) in sets[v] and len(acts) == min(m.bit_count() for m in sets[v])
+
+
+def test_atlas_stage_measures_every_variant_once_and_replay_answers_every_set(small_plan, tmp_path, ptxas):
+    db, spec, root, _ = small_plan
+    cfg = MeasureConfig(watchdog_s=20)
+    with GpuBackend(tmp_path / "scratch.sqlite", cfg, ptxas=str(ptxas), worker_argv=fake("varied")) as be:
+        atlas_stage.measure_missing(db, [("gemm_tile", SPECS, spec)], be)
+        n_records = len(be.store.all())
+        atlas_stage.measure_missing(db, [("gemm_tile", SPECS, spec)], be)  # resumes: nothing left to do
+        assert len(be.store.all()) == n_records
+    variants = db.kernels()[0]["variants"]
+    assert n_records == variants and len(db.measured(spec.kernel)) == variants
+    result = atlas_stage.oracle_of(db, spec, atlas_mod.hashlib.sha256(emit(root).encode()).hexdigest())
+    assert result["complete"] and result["measured"] == variants
+    assert result["best"]["cycles"] == min(m["cycles_median"] for m in db.measured(spec.kernel).values())
+
+    # Replay: every one of the 50 sets, realised here, is answered from the atlas (store beside it is empty).
+    Store(tmp_path / "measurements.sqlite").close()
+    with ReplayBackend(tmp_path / "measurements.sqlite", cfg) as rb:
+        for acts, module in space.enumerate_sets(root):
+            rec = rb.measure(spec, [Variant(spec, emit(module), acts)])[0]
+            assert rec.valid and rec.gpu == "FakeGPU" and rec.cycles_median >= 1000.0
+        best = space.realize(root, result["best"]["actions"])
+        assert rb.measure(spec, [Variant(spec, emit(best), tuple(result["best"]["actions"]))])[0].cycles_median \
+            == result["best"]["cycles"]
+        drifted = Variant(spec, emit(root) + "\n// changed\n", ())
+        with pytest.raises(MeasurementMissError, match="differs from the atlas plan"):
+            rb.measure(spec, [drifted])
+
+
+def test_oracle_report_and_incomplete_kernels(small_plan, tmp_path):
+    db, spec, root, _ = small_plan
+    sha = atlas_mod.hashlib.sha256(emit(root).encode()).hexdigest()
+    r = atlas_stage.oracle_of(db, spec, sha)
+    assert not r["complete"] and r["measured"] == 0 and "error" in r
+    atlas_stage.write_oracle(tmp_path / "oracle.json", db, [r], MeasureConfig(), ["--x"])
+    out = json.loads((tmp_path / "oracle.json").read_text())
+    assert out["summary"]["complete"] == 0 and out["summary"]["sets"] == 50
+
+
+def test_plan_drift_and_unknown_sets_are_clear_errors(small_plan):
+    db, spec, _, _ = small_plan
+    with pytest.raises(AtlasError, match="differs from the atlas plan"):
+        db.variant_of(spec.kernel, (), "0" * 64)
+    with pytest.raises(AtlasError, match="not a legal set"):
+        db.variant_of(spec.kernel, ("prefetch_L2",), "0" * 64)
+    assert db.variant_of("gemm_tile(9,9,9)", (), "0" * 64) is None
+    with pytest.raises(AtlasError, match="does not exist"):
+        AtlasDB(Path("/nonexistent/atlas.sqlite"))
