@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# One device call for the atlas: measure the plan's unmeasured SASS variants on every GPU of the machine,
-# within a time budget, and bring the plan file (with its `measured` table) back in $OUT.
-#   (on the device) ATLAS_S=420 FAULTS=1 bash scripts/gpu_run_atlas.sh
+# One device call: optionally the GPU fault tests (FAULTS=1), the atlas (measure the plan's unmeasured SASS
+# variants on every GPU within ATLAS_S seconds; ATLAS_S=0 skips it), the Triton references (TRITON=1), the
+# policy's Triton evaluation (EVALUATE=1), the measurement benchmark (BENCH=1) and a
+# second measurement of already measured atlas kernels (REPEAT=regex). The plan file and the
+# measurement store come back in $OUT.
+#   (on the device) ATLAS_S=420 FAULTS=1 TRITON=1 bash scripts/gpu_run_atlas.sh
 set -uo pipefail
 python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD/src CHRONOS_PTXAS=/usr/local/cuda/bin/ptxas PYTHONUNBUFFERED=1
@@ -16,10 +19,36 @@ if [ "${FAULTS:-0}" = 1 ]; then
   echo "faults: exit $?" | tee -a "$OUT/summary.txt"
 fi
 ATLAS_S=${ATLAS_S:-420}
-cmd=(python3 -m chronos.stages.atlas --backend gpu --params /tmp/params_gpu.yaml --atlas data/store/atlas.sqlite
-     --out "$OUT/oracle.json" --scratch-store /tmp/atlas_full.sqlite --only-planned --budget-s $((ATLAS_S - 60)))
-echo "${cmd[*]}" > "$OUT/atlas.log"
-timeout "$ATLAS_S" "${cmd[@]}" >> "$OUT/atlas.log" 2>&1
-echo "atlas: exit $? at $(date -u +%FT%TZ)" | tee -a "$OUT/summary.txt"
-cp data/store/atlas.sqlite "$OUT/atlas.sqlite"
-grep "measured" "$OUT/atlas.log" | tail -20
+if [ "$ATLAS_S" -gt 0 ]; then
+  cmd=(python3 -m chronos.stages.atlas --backend gpu --params /tmp/params_gpu.yaml --atlas data/store/atlas.sqlite
+       --out "$OUT/oracle.json" --scratch-store /tmp/atlas_full.sqlite --only-planned --budget-s $((ATLAS_S - 60)))
+  echo "${cmd[*]}" > "$OUT/atlas.log"
+  timeout "$ATLAS_S" "${cmd[@]}" >> "$OUT/atlas.log" 2>&1
+  echo "atlas: exit $? at $(date -u +%FT%TZ)" | tee -a "$OUT/summary.txt"
+  cp data/store/atlas.sqlite "$OUT/atlas.sqlite"
+  grep "measured" "$OUT/atlas.log" | tail -20
+fi
+if [ -n "${REPEAT:-}" ]; then  # a second run over kernels an earlier call measured: repeatability
+  timeout 150 python3 benchmarks/bench_atlas_repeat.py --params /tmp/params_gpu.yaml --kernel "$REPEAT" \
+    --json "$OUT/repeat.json" > "$OUT/repeat.log" 2>&1
+  echo "repeat: exit $? at $(date -u +%FT%TZ)" | tee -a "$OUT/summary.txt"
+fi
+if [ "${TRITON:-0}" = 1 ]; then
+  timeout "${TRITON_S:-240}" python3 -m chronos.stages.search_triton --backend gpu --params /tmp/params_gpu.yaml \
+    --kernels data/kernels --store data/store/measurements.sqlite --out "$OUT/triton_search.json" > "$OUT/triton.log" 2>&1
+  echo "search_triton: exit $? at $(date -u +%FT%TZ)" | tee -a "$OUT/summary.txt"
+fi
+if [ "${EVALUATE:-0}" = 1 ]; then
+  timeout 120 python3 -m chronos.stages.evaluate --backend gpu --params /tmp/params_gpu.yaml --kernels data/kernels \
+    --store data/store/measurements.sqlite --checkpoint models/checkpoint_best.pt \
+    --out "$OUT/measure_triton_results.json" > "$OUT/evaluate.log" 2>&1
+  echo "evaluate: exit $? at $(date -u +%FT%TZ)" | tee -a "$OUT/summary.txt"
+fi
+if [ "${BENCH:-0}" = 1 ]; then
+  timeout 200 python3 benchmarks/bench_measure.py --variants 300 --repeat 12 > "$OUT/bench.log" 2>&1
+  echo "bench: exit $? at $(date -u +%FT%TZ)" | tee -a "$OUT/summary.txt"
+fi
+if [ "${TRITON:-0}" = 1 ] || [ "${EVALUATE:-0}" = 1 ]; then
+  python3 -c "import sqlite3; sqlite3.connect('data/store/measurements.sqlite').execute('PRAGMA wal_checkpoint(TRUNCATE)')"
+  cp data/store/measurements.sqlite "$OUT/measurements.sqlite"
+fi

@@ -224,6 +224,12 @@ class AtlasDB:
         rows = self.db.execute(f"SELECT {', '.join(cols)} FROM measured WHERE kernel_id = ?", (self._need(kernel),))
         return {r[0]: dict(zip(cols, r)) for r in rows}
 
+    def set_cycles(self, kernel: str) -> dict[int, float]:
+        """mask -> median cycles of every set whose variant is measured and valid."""
+        return dict(self.db.execute(
+            "SELECT s.mask, m.cycles_median FROM sets s JOIN measured m ON m.kernel_id = s.kernel_id "
+            "AND m.variant = s.variant WHERE s.kernel_id = ? AND m.valid = 1", (self._need(kernel),)))
+
     def variant_sets(self, kernel: str) -> dict[int, list[int]]:
         """variant -> the masks of every set that assembles to it (REFUSED -> the refused sets)."""
         out: dict[int, list[int]] = {}

@@ -165,6 +165,25 @@ def _root_sha(specs_json: Path, spec: KernelSpec) -> str:
     return hashlib.sha256(emit(load_module(specs_json, spec)).encode()).hexdigest()
 
 
+def best_fixed_set(db: AtlasDB, kernels: list[str]) -> dict | None:
+    """The one action set with the highest mean log-gain over the kernels (legal and valid on all of them):
+    what a policy that ignores the kernel could reach at best. Compared with the oracle's mean log-gain."""
+    import math
+
+    per = {k: db.set_cycles(k) for k in kernels}
+    base = {k: per[k].get(0) for k in kernels}
+    if not kernels or any(b is None for b in base.values()):
+        return None
+    common = set.intersection(*(set(c) for c in per.values()))
+    score = {m: statistics.fmean(math.log(base[k] / per[k][m]) for k in kernels) for m in common}
+    mask = max(sorted(score), key=score.__getitem__)
+    oracle = statistics.fmean(math.log(base[k] / min(per[k].values())) for k in kernels)
+    changes = [per[k][mask] / base[k] - 1.0 for k in kernels]
+    return {"actions": list(actions_of(mask)), "mean_change": statistics.fmean(changes),
+            "mean_log_gain": score[mask], "oracle_mean_log_gain": oracle,
+            "fraction_of_oracle": score[mask] / oracle if oracle else None, "sets_compared": len(common)}
+
+
 def write_oracle(path: Path, db: AtlasDB, results: list[dict], cfg: MeasureConfig, argv) -> None:
     import shlex
 
@@ -176,7 +195,9 @@ def write_oracle(path: Path, db: AtlasDB, results: list[dict], cfg: MeasureConfi
                "median_change": statistics.median(changes) if changes else None,
                "sets": sum(r["sets"] for r in results), "variants": sum(r["variants"] for r in results),
                "refused_sets": sum(r["refused_sets"] for r in results),
-               "invalid": dict(sum((Counter(r["invalid"]) for r in results), Counter()))}
+               "invalid": dict(sum((Counter(r["invalid"]) for r in results), Counter())),
+               "distinct_best_sets": len({tuple(r["best"]["actions"]) for r in ok}),
+               "best_fixed_set": best_fixed_set(db, [r["kernel"] for r in ok])}
     prov = {"gpu": meta.get("gpu"), "driver": meta.get("driver"), "ptxas": meta.get("ptxas"),
             "arch": meta.get("arch"), "config_hash": meta.get("config_hash"), "plan_command": meta.get("command"),
             "measured": {"first": meta.get("measured_first"), "last": meta.get("measured_last")},
