@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# One device call: optionally the GPU fault tests (FAULTS=1), the atlas (measure the plan's unmeasured SASS
-# variants on every GPU within ATLAS_S seconds; ATLAS_S=0 skips it), the Triton references (TRITON=1), the
+# One device call: optionally the GPU fault tests (FAULTS=1), the atlas last (the plan's unmeasured SASS variants
+# on every GPU, in the time left before DEADLINE_S; ATLAS=0 skips it), the Triton references (TRITON=1), the
 # policy's Triton evaluation (EVALUATE=1), the measurement benchmark (BENCH=1) and a
 # second measurement of already measured atlas kernels (REPEAT=regex). The plan file and the
 # measurement store come back in $OUT.
-#   (on the device) ATLAS_S=420 FAULTS=1 TRITON=1 bash scripts/gpu_run_atlas.sh
+#   (on the device) DEADLINE_S=540 TRITON=1 REPEAT='gemm_tile\\(2,2,' bash scripts/gpu_run_atlas.sh
 set -uo pipefail
 python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD/src CHRONOS_PTXAS=/usr/local/cuda/bin/ptxas PYTHONUNBUFFERED=1
@@ -17,16 +17,6 @@ sed "s/^  gpus: 1 /  gpus: $NGPU /" params.yaml > /tmp/params_gpu.yaml
 if [ "${FAULTS:-0}" = 1 ]; then
   timeout 120 python3 -m pytest -q -p no:cacheprovider tests/measure/test_gpu.py > "$OUT/faults.log" 2>&1
   echo "faults: exit $?" | tee -a "$OUT/summary.txt"
-fi
-ATLAS_S=${ATLAS_S:-420}
-if [ "$ATLAS_S" -gt 0 ]; then
-  cmd=(python3 -m chronos.stages.atlas --backend gpu --params /tmp/params_gpu.yaml --atlas data/store/atlas.sqlite
-       --out "$OUT/oracle.json" --scratch-store /tmp/atlas_full.sqlite --only-planned --budget-s $((ATLAS_S - 60)))
-  echo "${cmd[*]}" > "$OUT/atlas.log"
-  timeout "$ATLAS_S" "${cmd[@]}" >> "$OUT/atlas.log" 2>&1
-  echo "atlas: exit $? at $(date -u +%FT%TZ)" | tee -a "$OUT/summary.txt"
-  cp data/store/atlas.sqlite "$OUT/atlas.sqlite"
-  grep "measured" "$OUT/atlas.log" | tail -20
 fi
 if [ -n "${REPEAT:-}" ]; then  # a second run over kernels an earlier call measured: repeatability
   timeout 150 python3 benchmarks/bench_atlas_repeat.py --params /tmp/params_gpu.yaml --kernel "$REPEAT" \
@@ -47,6 +37,17 @@ fi
 if [ "${BENCH:-0}" = 1 ]; then
   timeout 200 python3 benchmarks/bench_measure.py --variants 300 --repeat 12 > "$OUT/bench.log" 2>&1
   echo "bench: exit $? at $(date -u +%FT%TZ)" | tee -a "$OUT/summary.txt"
+fi
+# The atlas gets the time left before DEADLINE_S (seconds since this script started), less a margin.
+ATLAS_S=$(( ${DEADLINE_S:-540} - SECONDS - 20 ))
+if [ "${ATLAS:-1}" = 1 ] && [ "$ATLAS_S" -gt 90 ]; then
+  cmd=(python3 -m chronos.stages.atlas --backend gpu --params /tmp/params_gpu.yaml --atlas data/store/atlas.sqlite
+       --out "$OUT/oracle.json" --scratch-store /tmp/atlas_full.sqlite --only-planned --kernels-per-batch 2 --budget-s $((ATLAS_S - 75)))
+  echo "${cmd[*]}" > "$OUT/atlas.log"
+  timeout "$ATLAS_S" "${cmd[@]}" >> "$OUT/atlas.log" 2>&1
+  echo "atlas: exit $? at $(date -u +%FT%TZ)" | tee -a "$OUT/summary.txt"
+  cp data/store/atlas.sqlite "$OUT/atlas.sqlite"
+  grep "measured" "$OUT/atlas.log" | tail -20
 fi
 if [ "${TRITON:-0}" = 1 ] || [ "${EVALUATE:-0}" = 1 ]; then
   python3 -c "import sqlite3; sqlite3.connect('data/store/measurements.sqlite').execute('PRAGMA wal_checkpoint(TRUNCATE)')"
