@@ -89,3 +89,16 @@ def test_make_backend_auto_without_gpu_is_replay(tmp_path, monkeypatch):
 
     Store(tmp_path / "m.sqlite").close()
     assert isinstance(make_backend("auto", tmp_path / "m.sqlite"), ReplayBackend)
+
+
+def test_cubins_with_the_same_machine_code_are_measured_once(tmp_path, ptxas):
+    from chronos.ptx import emit, parse
+    from chronos.transforms import apply
+
+    spec = gemm_tile_spec(2, 2, 2)
+    base = gemm_tile_ptx(2, 2, 2)
+    loose = emit(apply(parse(base), "maxnreg_128", defer_ptxas=True))  # a budget this kernel never needs
+    with GpuBackend(tmp_path / "m.sqlite", MeasureConfig(watchdog_s=10), ptxas=str(ptxas), worker_argv=fake()) as be:
+        recs = be.measure(spec, [Variant(spec, base, ()), Variant(spec, loose, ("maxnreg_128",))])
+    assert recs[0].cubin_sha256 != recs[1].cubin_sha256  # the cubins differ (metadata) ...
+    assert sum("not measured again" in r.log for r in recs) == 1  # ... the SASS does not: one measurement

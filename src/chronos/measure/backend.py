@@ -53,6 +53,7 @@ class Compiled:
     cycles: tuple[str, bytes] | None
     note: str = ""
     ptx_sha: str = ""
+    sass: str = ""  # chronos.search.atlas.sass_key: equal for cubins that differ only in metadata
 
 
 @functools.lru_cache(maxsize=4)
@@ -94,7 +95,10 @@ def compile_variant(ptx: str, spec: KernelSpec, arch: str, ptxas: str | None, wi
             cycles = (hashlib.sha256(inst.cubin).hexdigest(), inst.cubin)
         except Exception as ex:  # noqa: BLE001 - no cycles for this variant, said in its log
             note = f"no cycle instrumentation: {ex}"
-    return Compiled(res.cubin, hashlib.sha256(res.cubin).hexdigest(), regs, spills, cycles, note, sha256_text(ptx))
+    from chronos.search.atlas import sass_key
+
+    return Compiled(res.cubin, hashlib.sha256(res.cubin).hexdigest(), regs, spills, cycles, note, sha256_text(ptx),
+                    sass_key(res.cubin, res.entries))
 
 
 def _b64(sha: str, cubin: bytes) -> list:
@@ -189,10 +193,10 @@ class GpuBackend:
                 if prior is not None and (prior.valid or not self.retry_invalid):
                     results[g][i] = self._copy(spec, v, c, prior)
                     continue
-                if (spec.kernel, c.sha) in first_of:
-                    copies.append(((g, i), first_of[spec.kernel, c.sha]))
+                if (spec.kernel, c.sass) in first_of:  # same machine code as a variant of this run
+                    copies.append(((g, i), first_of[spec.kernel, c.sass]))
                     continue
-                first_of[spec.kernel, c.sha] = (g, i)
+                first_of[spec.kernel, c.sass] = (g, i)
                 yield {"id": f"{g}:{i}", "op": "measure", "spec": spec.to_json(), "config": cfg.to_json(),
                        "baseline": _b64(base.sha, base.cubin), "variant": _b64(c.sha, c.cubin),
                        "cycles": _b64(*c.cycles) if c.cycles else None, "_base": base.sha}

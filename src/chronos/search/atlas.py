@@ -292,6 +292,8 @@ class AtlasReplay:
             return None
         regs, spills = self._regs[kernel].get(variant, (None, None))
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(m["measured_at"]))
+        if m["cubin8"] is not None:  # the measured representative's cubin: its sha256's first 16 hex digits
+            base["cubin_sha256"] = (m["cubin8"] & (1 << 64) - 1).to_bytes(8, "big").hex()
         return Record(**base, valid=bool(m["valid"]), reason=m["reason"], log=m["log"],
                       cycles_median=m["cycles_median"], cycles_iqr=m["cycles_iqr"],
                       time_ms_median=m["time_ms_median"], time_ms_iqr=m["time_ms_iqr"], registers=regs,
