@@ -46,7 +46,9 @@ if [ "${ATLAS:-1}" = 1 ] && [ "$ATLAS_S" -gt 90 ]; then
   echo "${cmd[*]}" > "$OUT/atlas.log"
   timeout "$ATLAS_S" "${cmd[@]}" >> "$OUT/atlas.log" 2>&1
   echo "atlas: exit $? at $(date -u +%FT%TZ)" | tee -a "$OUT/summary.txt"
-  cp data/store/atlas.sqlite "$OUT/atlas.sqlite"
+  # The plan file outgrows what a call may bring back (16 MiB): bring this call's records instead, compactly;
+  # `python -m chronos.search.atlas_records merge` folds them into the plan file here.
+  python3 -m chronos.search.atlas_records export /tmp/atlas_full.sqlite "$OUT/atlas_records.jsonl.gz"
   grep "measured" "$OUT/atlas.log" | tail -20
 fi
 if [ "${TRITON:-0}" = 1 ] || [ "${EVALUATE:-0}" = 1 ]; then

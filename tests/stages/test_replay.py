@@ -20,8 +20,9 @@ STORE = ROOT / "data/store/measurements.sqlite"
 
 @pytest.fixture
 def store(tmp_path):
-    copy = tmp_path / "m.sqlite"  # replay only reads, but never risk the committed file
+    copy = tmp_path / "m.sqlite"  # replay only reads, but never risk the committed files
     shutil.copy(STORE, copy)
+    shutil.copy(STORE.parent / "atlas.sqlite", tmp_path / "atlas.sqlite")  # read beside the store
     return copy
 
 

@@ -1,0 +1,63 @@
+"""Carry atlas measurements between machines: export a GPU run's full records compactly, merge them into a
+plan file elsewhere (the plan file itself is too large to bring back from a device call).
+
+    python -m chronos.search.atlas_records export SCRATCH_STORE OUT.jsonl.gz
+    python -m chronos.search.atlas_records merge RECORDS.jsonl.gz data/store/atlas.sqlite
+
+A record names its kernel, canonical action set and PTX sha256; merging maps it to the plan's SASS variant
+(and refuses a record whose PTX differs from the plan's), keeping the record's own measurement time.
+"""
+
+from __future__ import annotations
+
+import calendar
+import gzip
+import json
+import sqlite3
+import sys
+import time
+
+from chronos.search.atlas import AtlasDB
+
+_COLS = ("kernel", "actions", "valid", "reason", "cycles_median", "cycles_iqr", "time_ms_median", "time_ms_iqr",
+         "cubin_sha256", "created_at", "ptx_sha256")
+
+
+def export(store_path: str, out_path: str) -> int:
+    db = sqlite3.connect(store_path)
+    rows = db.execute(f"SELECT {', '.join(_COLS)}, CASE WHEN valid THEN '' ELSE substr(log, 1, 2000) END "
+                      "FROM measurements ORDER BY id").fetchall()
+    with gzip.open(out_path, "wt") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+    return len(rows)
+
+
+def merge(records_path: str, plan_path: str) -> int:
+    db = AtlasDB(plan_path)
+    by: dict[str, list] = {}
+    stamps = []
+    for line in gzip.open(records_path, "rt"):
+        *vals, log = json.loads(line)
+        m = dict(zip(_COLS, vals), log=log)
+        acts = tuple(json.loads(m["actions"]))
+        by.setdefault(m["kernel"], []).append((db.variant_of(m["kernel"], acts, m["ptx_sha256"]), m))
+        stamps.append(m["created_at"])
+    for kernel, rows in by.items():
+        db.record(kernel, rows)
+        kid = db.kernel_id(kernel)
+        with db.db:
+            db.db.executemany("UPDATE measured SET measured_at = ? WHERE kernel_id = ? AND variant = ?",
+                              [(calendar.timegm(time.strptime(m["created_at"][:19], "%Y-%m-%dT%H:%M:%S")), kid, v)
+                               for v, m in rows])
+    if stamps:
+        meta = db.meta()
+        db.set_meta(measured_last=max(meta.get("measured_last", ""), min(stamps)[:19] + "Z", max(stamps)[:19] + "Z"))
+    db.close()
+    return sum(len(r) for r in by.values())
+
+
+if __name__ == "__main__":
+    cmd, a, b = sys.argv[1:4]
+    n = export(a, b) if cmd == "export" else merge(a, b)
+    print(f"atlas_records {cmd}: {n} records")
