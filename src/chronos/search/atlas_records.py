@@ -37,7 +37,9 @@ def merge(records_path: str, plan_path: str) -> int:
     db = AtlasDB(plan_path)
     by: dict[str, list] = {}
     stamps = []
-    for line in gzip.open(records_path, "rt"):
+    with gzip.open(records_path, "rt") as f:
+        lines = f.read().splitlines()
+    for line in lines:
         *vals, log = json.loads(line)
         m = dict(zip(_COLS, vals), log=log)
         acts = tuple(json.loads(m["actions"]))
