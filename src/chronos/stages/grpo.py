@@ -122,9 +122,10 @@ def main(argv: list[str] | None = None) -> int:
     a.result.write_text(json.dumps({"args": plain, "best_epoch": best_epoch, "summary": summary,
                                     "kernels": rows}, indent=1) + "\n")
     a.curves.parent.mkdir(parents=True, exist_ok=True)
-    fields = sorted({k for h in history for k in h}, key=lambda k: (k != "epoch", k))
+    # Wall-clock time stays out of the curves, so that a rerun reproduces them byte for byte.
+    fields = sorted({k for h in history for k in h} - {"elapsed_s"}, key=lambda k: (k != "epoch", k))
     with a.curves.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=fields)
+        w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         w.writeheader()
         w.writerows(history)
     tr = summary["train"]["mean_change"]
