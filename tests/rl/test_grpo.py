@@ -137,3 +137,15 @@ def test_bc_and_grpo_stages_end_to_end(tmp_path, monkeypatch):
     assert load_model(t / "best.pt").metadata["which"] == "best"
     assert load_model(t / "latest.pt").metadata["epoch"] == 3
     assert len((t / "curves.csv").read_text().splitlines()) == 1 + 4  # header + epochs 0..3
+
+
+def test_a_diverging_run_stops_with_a_clear_error():
+    from chronos.rl.grpo import TrainingDivergedError
+
+    env = TransformEnv(kernels((4, 6, 4), (2, 2, 2)), StandInBackend())
+    torch.manual_seed(0)
+    policy, ref = TransformPolicy(), TransformPolicy()
+    ref.load_state_dict(policy.state_dict())
+    args = GRPOArgs(epochs=20, lr=1e30, update_iters=4, max_grad_norm=0.0, log_interval=0)
+    with pytest.raises(TrainingDivergedError, match="lower grpo.lr"):
+        train_grpo(policy, ref, env, args, log=None)

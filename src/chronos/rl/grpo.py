@@ -35,10 +35,20 @@ import numpy as np
 import torch
 
 from chronos.actions import ACTION_NAMES, NUM_ACTIONS, STOP
+from chronos.errors import ChronosError
 from chronos.features import NUM_FEATURES
 from chronos.rl.env import TransformEnv
 from chronos.rl.policy import TransformPolicy
 from chronos.search.base import Outcome
+
+
+class TrainingDivergedError(ChronosError):
+    """The policy's loss or weights stopped being finite: the step size is too large for this problem."""
+
+    def __init__(self, epoch: int, what: str):
+        super().__init__(f"GRPO diverged at epoch {epoch}: {what}; lower grpo.lr or grpo.update_iters "
+                         "(params.yaml) and rerun", repro="dvc exp run -S grpo.lr=0.0003")
+        self.epoch = epoch
 
 
 @dataclass
@@ -272,11 +282,15 @@ def train_grpo(policy: TransformPolicy, reference: TransformPolicy, env: Transfo
         for _ in range(args.update_iters):
             loss, surr, kl, clip_frac = grpo_loss(policy, obs_t, acts_t, adv_t, old_logp, ref_logp_all,
                                                   args.clip_eps, args.beta)
+            if not torch.isfinite(loss):
+                raise TrainingDivergedError(epoch, "the loss is not finite")
             opt.zero_grad()
             loss.backward()
             if args.max_grad_norm > 0:
                 torch.nn.utils.clip_grad_norm_(policy.parameters(), args.max_grad_norm)
             opt.step()
+        if not all(torch.isfinite(prm).all() for prm in policy.parameters()):
+            raise TrainingDivergedError(epoch, "the weights are not finite after the update")
 
         rewards = [r.reward for g in groups for r in g]
         row = {"epoch": epoch, "temperature": temp, "loss": loss.item(), "surrogate": surr.item(),
