@@ -10,12 +10,19 @@ import pytest
 
 from chronos.kernels.spec import load_module, load_specs
 from chronos.measure.backend import GpuBackend, MeasurementMissError, ReplayBackend
-from chronos.measure.config import MeasureConfig, Variant
+from chronos.measure.config import MeasureConfig, Variant, sha256_text
 from chronos.measure.store import Store
 from chronos.ptx import emit
-from chronos.search import atlas as atlas_mod
 from chronos.search import space
-from chronos.search.atlas import AtlasDB, AtlasError, actions_of, assemble_key, build_kernel_plan, mask_of
+from chronos.search.atlas import (
+    AtlasDB,
+    AtlasError,
+    actions_of,
+    assemble_key,
+    build_kernel_plan,
+    epoch_of,
+    mask_of,
+)
 from chronos.stages import atlas as atlas_stage
 
 from ..measure.test_pool_backend import fake
@@ -55,7 +62,7 @@ def small_plan(tmp_path, monkeypatch, ptxas):
         plan = build_kernel_plan(root, "sm_90a", ex, str(ptxas))
     db = AtlasDB(tmp_path / "atlas.sqlite", create=True)
     db.set_meta(ptxas="test", arch="sm_90a")
-    db.add_kernel(spec.kernel, atlas_mod.hashlib.sha256(emit(root).encode()).hexdigest(), plan, 1.0)
+    db.add_kernel(spec.kernel, sha256_text(emit(root)), plan, 1.0)
     return db, spec, root, plan
 
 
@@ -80,7 +87,7 @@ def test_atlas_stage_measures_every_variant_once_and_replay_answers_every_set(sm
         assert len(be.store.all()) == n_records
     variants = db.kernels()[0]["variants"]
     assert n_records == variants and len(db.measured(spec.kernel)) == variants
-    result = atlas_stage.oracle_of(db, spec, atlas_mod.hashlib.sha256(emit(root).encode()).hexdigest())
+    result = atlas_stage.oracle_of(db, spec, sha256_text(emit(root)))
     assert result["complete"] and result["measured"] == variants
     assert result["best"]["cycles"] == min(m["cycles_median"] for m in db.measured(spec.kernel).values())
 
@@ -100,7 +107,7 @@ def test_atlas_stage_measures_every_variant_once_and_replay_answers_every_set(sm
 
 def test_oracle_report_and_incomplete_kernels(small_plan, tmp_path):
     db, spec, root, _ = small_plan
-    sha = atlas_mod.hashlib.sha256(emit(root).encode()).hexdigest()
+    sha = sha256_text(emit(root))
     r = atlas_stage.oracle_of(db, spec, sha)
     assert not r["complete"] and r["measured"] == 0 and "error" in r
     atlas_stage.write_oracle(tmp_path / "oracle.json", db, [r], MeasureConfig(), ["--x"])
@@ -117,3 +124,23 @@ def test_plan_drift_and_unknown_sets_are_clear_errors(small_plan):
     assert db.variant_of("gemm_tile(9,9,9)", (), "0" * 64) is None
     with pytest.raises(AtlasError, match="does not exist"):
         AtlasDB(Path("/nonexistent/atlas.sqlite"))
+
+
+def test_records_exported_from_a_gpu_run_merge_into_another_copy_of_the_plan(small_plan, tmp_path, ptxas):
+    import shutil
+    import sqlite3
+
+    from chronos.search import atlas_records
+
+    db, spec, _, _ = small_plan
+    shutil.copy(db.path, tmp_path / "elsewhere.sqlite")  # the plan as it was before the GPU run
+    with GpuBackend(tmp_path / "scratch.sqlite", MeasureConfig(watchdog_s=20), ptxas=str(ptxas),
+                    worker_argv=fake("varied")) as be:
+        atlas_stage.measure_missing(db, [("gemm_tile", SPECS, spec)], be)
+        stamps = {r.ptx_sha256: r.created_at for r in be.store.all()}
+    n = atlas_records.export(str(tmp_path / "scratch.sqlite"), str(tmp_path / "records.jsonl.gz"))
+    assert atlas_records.merge(str(tmp_path / "records.jsonl.gz"), str(tmp_path / "elsewhere.sqlite")) == n
+    assert AtlasDB(tmp_path / "elsewhere.sqlite").measured(spec.kernel) == db.measured(spec.kernel)
+    first = min(stamps.values())
+    with sqlite3.connect(db.path) as con:  # each measurement keeps its record's own time
+        assert min(r[0] for r in con.execute("SELECT measured_at FROM measured")) == epoch_of(first)

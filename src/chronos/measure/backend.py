@@ -80,6 +80,7 @@ def compile_variant(ptx: str, spec: KernelSpec, arch: str, ptxas: str | None, wi
     """ptxas the PTX (raises PtxasError) and, for cycles, its %clock64-instrumented twin. With `recipe`
     ((specs.json, entry), actions), the PTX is realised here first."""
     from chronos.measure.instrument import instrument_text
+    from chronos.search.atlas import sass_key  # here: chronos.search imports this module
     from chronos.toolchain import assemble
 
     if recipe is not None:
@@ -95,8 +96,6 @@ def compile_variant(ptx: str, spec: KernelSpec, arch: str, ptxas: str | None, wi
             cycles = (hashlib.sha256(inst.cubin).hexdigest(), inst.cubin)
         except Exception as ex:  # noqa: BLE001 - no cycles for this variant, said in its log
             note = f"no cycle instrumentation: {ex}"
-    from chronos.search.atlas import sass_key
-
     return Compiled(res.cubin, hashlib.sha256(res.cubin).hexdigest(), regs, spills, cycles, note, sha256_text(ptx),
                     sass_key(res.cubin, res.entries))
 

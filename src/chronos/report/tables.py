@@ -98,7 +98,7 @@ def summary_metrics(table: pd.DataFrame, bc_stats: Path | None, predictions: Pat
             out[f"{split}_oracle_mean_change"] = float(t["oracle_change"].mean())
             out[f"{split}_oracle_fraction"] = _log_gain(t["policy_change"]) / _log_gain(t["oracle_change"])
             out[f"{split}_distinct_sequences"] = int(t["policy_actions"].nunique())
-    if table["policy_actions"].astype(bool).any() or table["policy_change"].notna().any():
+    if table["policy_change"].notna().any():
         out["policy_distinct_sequences"] = int(table.loc[table["policy_change"].notna(), "policy_actions"].nunique())
     base = _load(baseline)
     out["baseline_valid"] = sum(k["valid"] for k in base["kernels"])

@@ -14,6 +14,7 @@ changed since the plan was built shows up as a miss rather than as a stale answe
 
 from __future__ import annotations
 
+import calendar
 import concurrent.futures as cf
 import hashlib
 import sqlite3
@@ -23,6 +24,7 @@ from pathlib import Path
 
 from chronos.actions import ACTION_INDEX, ACTION_NAMES
 from chronos.errors import ChronosError, PtxasError
+from chronos.measure.config import sha256_text
 from chronos.ptx import emit
 from chronos.ptx.ir import Module
 from chronos.search.space import canonical, enumerate_sets
@@ -96,7 +98,7 @@ class Assembled:
 
 def assemble_key(ptx: str, arch: str, ptxas: str | None = None) -> Assembled:
     """ptxas one set's PTX and key it; a refusal is a result, not an exception (it is part of the atlas)."""
-    sha = hashlib.sha256(ptx.encode()).hexdigest()
+    sha = sha256_text(ptx)
     try:
         res = assemble(ptx, arch, ptxas=ptxas, name="atlas")
     except PtxasError as e:
@@ -206,14 +208,16 @@ class AtlasDB:
         return row[0] if row else ""
 
     def record(self, kernel: str, measurements: list[tuple[int, dict]]) -> None:
-        """Store SASS variants' measurements, (variant, dict with the store Record's fields), in one commit."""
-        kid, stamp = self._need(kernel), int(time.time())
+        """Store SASS variants' measurements, (variant, dict with the store Record's fields), in one commit.
+        Each keeps its record's `created_at` (now, for a dict without one)."""
+        kid = self._need(kernel)
         rows = []
         for variant, m in measurements:
             cubin = m.get("cubin_sha256") or ""
             rows.append((kid, variant, int(bool(m["valid"])), m.get("reason") or "", m.get("cycles_median"),
                          m.get("cycles_iqr"), m.get("time_ms_median"), m.get("time_ms_iqr"),
-                         ptx8(cubin) if cubin else None, stamp, "" if m["valid"] else (m.get("log") or "")[:2000]))
+                         ptx8(cubin) if cubin else None, epoch_of(m.get("created_at")),
+                         "" if m["valid"] else (m.get("log") or "")[:2000]))
         with self.db:
             self.db.executemany("INSERT OR REPLACE INTO measured VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
 
@@ -229,6 +233,11 @@ class AtlasDB:
         return dict(self.db.execute(
             "SELECT s.mask, m.cycles_median FROM sets s JOIN measured m ON m.kernel_id = s.kernel_id "
             "AND m.variant = s.variant WHERE s.kernel_id = ? AND m.valid = 1", (self._need(kernel),)))
+
+    def resources(self, kernel: str) -> dict[int, tuple[int, int]]:
+        """variant -> (registers, spills) of its representative, as ptxas reported them."""
+        return {v: (r, sp) for v, r, sp in self.db.execute(
+            "SELECT variant, registers, spills FROM variants WHERE kernel_id = ?", (self._need(kernel),))}
 
     def variant_sets(self, kernel: str) -> dict[int, list[int]]:
         """variant -> the masks of every set that assembles to it (REFUSED -> the refused sets)."""
@@ -250,6 +259,13 @@ class AtlasDB:
 
 def now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def epoch_of(stamp: str | None) -> int:
+    """Seconds since the epoch of a store timestamp (`2026-11-30T16:45:01.563411Z`); now if there is none."""
+    if not stamp:
+        return int(time.time())
+    return calendar.timegm(time.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S"))
 
 
 class AtlasReplay:
@@ -283,9 +299,7 @@ class AtlasReplay:
                           extra={"atlas": str(self.db.path)})
         if kernel not in self._measured:
             self._measured[kernel] = self.db.measured(kernel)
-            kid = self.db.kernel_id(kernel)
-            self._regs[kernel] = {v: (r, s) for v, r, s in self.db.db.execute(
-                "SELECT variant, registers, spills FROM variants WHERE kernel_id = ?", (kid,))}
+            self._regs[kernel] = self.db.resources(kernel)
         m = self._measured[kernel].get(variant)
         if m is None:
             self.last_miss = f"{kernel}: SASS variant {variant} of the atlas is not measured yet"
@@ -312,11 +326,12 @@ def merge_measured(dst: AtlasDB, src_path: str | Path) -> int:
         raise AtlasError(f"{src_path} was measured with config {smeta.get('config_hash')}, "
                          f"{dst.path} with {dmeta.get('config_hash')}")
     copied = 0
+    ours = {r["kernel"]: r for r in dst.kernels()}
     for k in src.kernels():
-        kid = dst.kernel_id(k["kernel"])
-        if kid is None:
+        mine = ours.get(k["kernel"])
+        if mine is None:
             continue
-        mine = next(r for r in dst.kernels() if r["id"] == kid)
+        kid = mine["id"]
         if (mine["root_ptx_sha256"], mine["variants"]) != (k["root_ptx_sha256"], k["variants"]):
             raise AtlasError(f"{k['kernel']}: the plans in {src_path} and {dst.path} differ")
         rows = src.db.execute("SELECT * FROM measured WHERE kernel_id = ?", (k["id"],)).fetchall()
@@ -325,10 +340,8 @@ def merge_measured(dst: AtlasDB, src_path: str | Path) -> int:
                                [(kid, *r[1:]) for r in rows])
         copied += len(rows)
     keep = {k: v for k, v in smeta.items() if k in ("config_hash", "config", "gpu", "driver", "measured_with_ptxas")}
-    first = min(x for x in (smeta.get("measured_first"), dmeta.get("measured_first")) if x) \
-        if smeta.get("measured_first") else dmeta.get("measured_first")
-    last = max(x for x in (smeta.get("measured_last"), dmeta.get("measured_last")) if x) \
-        if smeta.get("measured_last") else dmeta.get("measured_last")
+    first = min(filter(None, (smeta.get("measured_first"), dmeta.get("measured_first"))), default=None)
+    last = max(filter(None, (smeta.get("measured_last"), dmeta.get("measured_last"))), default=None)
     dst.set_meta(**keep, **({"measured_first": first} if first else {}), **({"measured_last": last} if last else {}))
     src.close()
     return copied

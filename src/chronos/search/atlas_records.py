@@ -10,12 +10,10 @@ A record names its kernel, canonical action set and PTX sha256; merging maps it 
 
 from __future__ import annotations
 
-import calendar
 import gzip
 import json
 import sqlite3
 import sys
-import time
 
 from chronos.search.atlas import AtlasDB
 
@@ -46,15 +44,9 @@ def merge(records_path: str, plan_path: str) -> int:
         by.setdefault(m["kernel"], []).append((db.variant_of(m["kernel"], acts, m["ptx_sha256"]), m))
         stamps.append(m["created_at"])
     for kernel, rows in by.items():
-        db.record(kernel, rows)
-        kid = db.kernel_id(kernel)
-        with db.db:
-            db.db.executemany("UPDATE measured SET measured_at = ? WHERE kernel_id = ? AND variant = ?",
-                              [(calendar.timegm(time.strptime(m["created_at"][:19], "%Y-%m-%dT%H:%M:%S")), kid, v)
-                               for v, m in rows])
+        db.record(kernel, rows)  # each row keeps its record's created_at
     if stamps:
-        meta = db.meta()
-        db.set_meta(measured_last=max(meta.get("measured_last", ""), min(stamps)[:19] + "Z", max(stamps)[:19] + "Z"))
+        db.set_meta(measured_last=max(db.meta().get("measured_last", ""), max(stamps)[:19] + "Z"))
     db.close()
     return sum(len(r) for r in by.values())
 

@@ -26,7 +26,7 @@ import yaml
 from chronos.errors import ChronosError
 from chronos.kernels.spec import KernelSpec, load_module
 from chronos.measure.backend import GpuBackend
-from chronos.measure.config import MeasureConfig, Variant
+from chronos.measure.config import MeasureConfig, Variant, sha256_text
 from chronos.ptx import emit
 from chronos.search.atlas import REFUSED, AtlasDB, AtlasError, actions_of, now
 from chronos.search.strategies import ExhaustiveConfig
@@ -160,9 +160,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _root_sha(specs_json: Path, spec: KernelSpec) -> str:
-    import hashlib
-
-    return hashlib.sha256(emit(load_module(specs_json, spec)).encode()).hexdigest()
+    return sha256_text(emit(load_module(specs_json, spec)))
 
 
 def best_fixed_set(db: AtlasDB, kernels: list[str]) -> dict | None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures as cf
-import hashlib
 import os
 import shlex
 import sys
@@ -21,6 +20,7 @@ from pathlib import Path
 
 from chronos.errors import ChronosError
 from chronos.kernels.spec import load_module
+from chronos.measure.config import sha256_text
 from chronos.ptx import emit
 from chronos.search.atlas import AtlasDB, build_kernel_plan, now
 from chronos.stages.atlas import load_atlas_params
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
                 t0 = time.perf_counter()
                 root = load_module(specs_json, spec)
                 plan = build_kernel_plan(root, mcfg.arch, ex, ptxas)
-                sha = hashlib.sha256(emit(root).encode()).hexdigest()
+                sha = sha256_text(emit(root))
                 db.add_kernel(spec.kernel, sha, plan, time.perf_counter() - t0)
                 k = next(r for r in db.kernels() if r["kernel"] == spec.kernel)
                 print(f"atlas_plan: {spec.kernel}: {k['sets']} sets -> {k['variants']} SASS variants, "
