@@ -9,6 +9,10 @@ the baseline and the variant are measured (bit-exact verification included). The
 variant only if it is valid and clearly faster in cycles (`search.greedy.min_gain`, IQR bands apart), else
 the baseline, so it never returns a slower or unverified kernel. On replay, a kernel whose prediction was
 never measured is reported as `unmeasured` (run this stage on a GPU to measure it) and the run goes on.
+
+With `predict.beam: k` (k > 1) the optimize path also measures the policy's k most probable distinct sets
+(chronos.rl.beam) and returns the fastest clearly faster verified one: the greedy answer is one candidate
+among them. Both are reported (`optimize`, `optimize_beam`; summary `beam`).
 """
 
 from __future__ import annotations
@@ -33,7 +37,23 @@ def _m(o: Outcome) -> dict:
             "valid": o.valid, "reason": o.reason}
 
 
-def evaluate_kernel(env, policy, kernel: str, max_steps: int, min_gain: float) -> dict:
+def _verdict(key: tuple, out: Outcome, base: Outcome, min_gain: float) -> str:
+    if not key:
+        return "stop_first"
+    if not out.valid:
+        return f"invalid:{out.reason or 'invalid'}"
+    return "faster" if clearly_faster(out, base, min_gain) else "not_faster"
+
+
+def _speedups(base: Outcome, chosen: Outcome) -> dict:
+    return {"speedup_cycles": base.cycles / chosen.cycles,
+            "speedup_time": base.time_ms / chosen.time_ms if chosen.time_ms and base.time_ms else None}
+
+
+def evaluate_kernel(env, policy, kernel: str, max_steps: int, min_gain: float, beam: int = 1) -> dict:
+    """The greedy prediction (`verdict`, `optimize`) and, with beam > 1, the policy's `beam` most probable
+    sets measured too (`beam`, `optimize_beam`: the best clearly faster verified one, else the baseline)."""
+    from chronos.rl.beam import policy_beam
     from chronos.rl.grpo import Rollout, run_rollouts
 
     r = Rollout(kernel, "greedy")
@@ -46,30 +66,46 @@ def evaluate_kernel(env, policy, kernel: str, max_steps: int, min_gain: float) -
     row["baseline"], row["final"] = _m(base), _m(final)
     if not base.valid:
         return {**row, "verdict": "baseline_invalid"}
-    if not r.key:
-        verdict, chosen = "stop_first", base
-    elif not final.valid:
-        verdict, chosen = f"invalid:{final.reason or 'invalid'}", base
-    elif clearly_faster(final, base, min_gain):
-        verdict, chosen = "faster", final
-    else:
-        verdict, chosen = "not_faster", base
+    verdict = _verdict(r.key, final, base, min_gain)
+    chosen = final if verdict == "faster" else base
     if final.valid and r.key:
         row["change"] = final.cycles / base.cycles - 1.0
         row["time_change"] = final.time_ms / base.time_ms - 1.0 if final.time_ms and base.time_ms else None
     row["verdict"] = verdict
-    row["optimize"] = {"returned": "variant" if chosen is final and r.key else "baseline",
-                       "speedup_cycles": base.cycles / chosen.cycles,
-                       "speedup_time": base.time_ms / chosen.time_ms if chosen.time_ms and base.time_ms else None}
+    row["optimize"] = {"returned": "variant" if chosen is final and r.key else "baseline", **_speedups(base, chosen)}
+    if beam > 1:
+        cands, best, best_key = [], base, ()
+        for key, logp in policy_beam(env.space(kernel), policy, beam, max_steps):
+            c = {"set": list(key), "logp": round(logp, 4)}
+            try:
+                out = env.evaluate(kernel, [key])[0] if key else base
+            except ChronosError as e:
+                c["verdict"] = "unmeasured"
+                c["error"] = " ".join(str(e).split())[:200]
+                cands.append(c)
+                continue
+            c.update(_m(out), verdict=_verdict(key, out, base, min_gain))
+            if out.valid and key:
+                c["change"] = out.cycles / base.cycles - 1.0
+            if c["verdict"] == "faster" and out.cycles < best.cycles:
+                best, best_key = out, key
+            cands.append(c)
+        row["beam"] = cands
+        row["optimize_beam"] = {"returned": "+".join(best_key) or "baseline", **_speedups(base, best),
+                                "complete": all(c["verdict"] != "unmeasured" for c in cands)}
     return row
+
+
+def _geomean(vals: list) -> float | None:
+    vals = [v for v in vals if v]
+    return math.exp(sum(map(math.log, vals)) / len(vals)) if vals else None
 
 
 def summarize(rows: list[dict]) -> dict:
     done = [r for r in rows if "optimize" in r]
 
     def geomean(key):
-        vals = [r["optimize"][key] for r in done if r["optimize"][key]]
-        return math.exp(sum(map(math.log, vals)) / len(vals)) if vals else None
+        return _geomean([r["optimize"][key] for r in done])
 
     verdicts: dict[str, int] = {}
     for r in rows:
@@ -78,7 +114,23 @@ def summarize(rows: list[dict]) -> dict:
             "geomean_speedup_cycles": geomean("speedup_cycles"), "geomean_speedup_time": geomean("speedup_time"),
             "wrong_outputs": sum(r["verdict"] == "invalid:wrong_output" for r in rows),
             "slower_than_baseline": sum(r["optimize"]["speedup_cycles"] < 1.0 for r in done),
-            "distinct_sequences": len({tuple(r["final_set"]) for r in rows})}
+            "distinct_sequences": len({tuple(r["final_set"]) for r in rows}),
+            **({"beam": _summarize_beam(rows)} if any("beam" in r for r in rows) else {})}
+
+
+def _summarize_beam(rows: list[dict]) -> dict:
+    """The optimize path over the policy's k most probable sets, on the kernels whose k sets were all
+    measured (a replay miss leaves a kernel out; run the stage on a GPU to measure them)."""
+    done = [r for r in rows if r.get("optimize_beam", {}).get("complete")]
+    cands = [c for r in rows for c in r.get("beam", [])]
+    return {"k": max(len(r.get("beam", [])) for r in rows), "kernels": len(done),
+            "incomplete": sum("optimize_beam" in r and not r["optimize_beam"]["complete"] for r in rows),
+            "geomean_speedup_cycles": _geomean([r["optimize_beam"]["speedup_cycles"] for r in done]),
+            "geomean_speedup_time": _geomean([r["optimize_beam"]["speedup_time"] for r in done]),
+            "faster": sum(r["optimize_beam"]["returned"] != "baseline" for r in done),
+            "slower_in_time": sum((r["optimize_beam"]["speedup_time"] or 1.0) < 1.0 for r in done),
+            "candidates_measured": sum(c["verdict"] != "unmeasured" for c in cands),
+            "wrong_outputs": sum(c["verdict"] == "invalid:wrong_output" for c in cands)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
     params = yaml.safe_load(args.params.read_text()) or {}
     max_steps = int((params.get("predict") or {}).get("max_steps", 6))
+    beam = int((params.get("predict") or {}).get("beam", 1))
     min_gain = float(((params.get("search") or {}).get("greedy") or {}).get("min_gain", 0.005))
     families = list(((params.get("search") or {}).get("triton") or {}).get("families", ["triton"]))
     try:
@@ -109,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
             env = TransformEnv(kernels, backend, EnvConfig(max_steps=max_steps))
             rows = []
             for kernel in kernels:
-                row = evaluate_kernel(env, policy, kernel, max_steps, min_gain)
+                row = evaluate_kernel(env, policy, kernel, max_steps, min_gain, beam)
                 rows.append(row)
                 ch = row.get("change")
                 print(f"evaluate: {kernel:44s} {'+'.join(row['sequence']) or '(stop)':50s} "
