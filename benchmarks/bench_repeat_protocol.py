@@ -112,7 +112,7 @@ def run(args) -> dict:
     for spec, sets, comps in compiled:
         base = (comps[0].sha, comps[0].cubin)
         names = ["+".join(a) or "baseline" for a in sets]
-        rec = {n: {"independent": [], "round_cycles": [], "round_time": []} for n in names}
+        rec = {n: {"independent": []} for n in names}
         mhz = [sm_mhz(runner)]
         for _ in range(3):  # the atlas's protocol, three passes in different orders
             order = list(range(len(sets)))
@@ -123,66 +123,17 @@ def run(args) -> dict:
                     {"valid": r["valid"], "cycles": r.get("cycles", {}).get("median"),
                      "time_ms": r.get("time_ms", {}).get("median")})
         mhz.append(sm_mhz(runner))
-        # rounds: one allocation per kernel, every variant visited once per round
-        bufs = runner._alloc(spec)
-        try:
-            argv = runner._args(spec, bufs)
-            runner._upload(spec, bufs, runner._inputs(spec, cfg.seed, 0, cfg.poison_byte), cfg.poison_byte)
-            part = MeasureConfig(reps=max(1, cfg.reps // args.rounds), cycle_samples=max(1, cfg.cycle_samples // args.rounds),
-                                 warmup=2)
-            for _ in range(args.rounds):
-                order = list(range(len(sets)))
-                rng.shuffle(order)
-                for i in order:
-                    k = runner._kernel(comps[i].sha, comps[i].cubin, spec)
-                    ck = runner._kernel(comps[i].cycles[0], comps[i].cycles[1], spec, extra_ptr=True)
-                    rec[names[i]]["round_time"].extend(_samples_time(runner, k, argv, part))
-                    rec[names[i]]["round_cycles"].extend(_samples_cycles(runner, ck, spec, argv, part))
-                mhz.append(sm_mhz(runner))
-        finally:
-            for p in bufs.values():
-                p.free()
-        result["kernels"][spec.kernel] = {"sm_mhz": mhz, "variants": {
-            n: {"independent": v["independent"],
-                "rounds": {"cycles": float(np.median(v["round_cycles"])), "time_ms": float(np.median(v["round_time"])),
-                           "cycles_iqr": float(np.subtract(*np.percentile(v["round_cycles"], [75, 25])))}}
-            for n, v in rec.items()}}
+        # rounds (the library's GpuRunner.measure_rounds): one allocation, every variant visited once per round
+        cands = [((c.sha, c.cubin), c.cycles) for c in comps]
+        for name, r in zip(names, runner.measure_rounds(spec, cfg, base, cands, args.rounds), strict=True):
+            rec[name]["rounds"] = {"valid": r["valid"], "cycles": r["cycles"]["median"], "time_ms": r["time_ms"]["median"],
+                                   "cycles_iqr": r["cycles"]["iqr"]}
+        mhz.append(sm_mhz(runner))
+        result["kernels"][spec.kernel] = {"sm_mhz": mhz, "variants": rec}
         print(f"{spec.kernel}: {len(sets)} variants, SM MHz {min(mhz):.0f}-{max(mhz):.0f}, "
               f"{time.perf_counter() - t0:.1f} s", flush=True)
     runner.close()
     return result
-
-
-def _samples_time(runner, k, argv, cfg) -> list[float]:
-    drv = runner.drv
-    if runner.flush is None:
-        runner.flush = drv.mem_alloc(cfg.l2_flush_bytes)
-    for _ in range(cfg.warmup):
-        k.launch(argv)
-    evs = [(drv.Event(), drv.Event()) for _ in range(cfg.reps)]
-    for start, end in evs:
-        drv.memset_d8_async(runner.flush, 0xA5, cfg.l2_flush_bytes)
-        start.record()
-        k.launch(argv)
-        end.record()
-    runner.ctx.synchronize()
-    return [end.time_since(start) for start, end in evs]
-
-
-def _samples_cycles(runner, k, spec, argv, cfg) -> list[int]:
-    drv = runner.drv
-    per = spec.threads * 8
-    n = cfg.cycle_samples
-    buf = drv.mem_alloc(n * per)
-    try:
-        for _ in range(cfg.warmup):
-            k.launch([*argv, np.uintp(int(buf))])
-        drv.memset_d8_async(buf, 0, n * per)
-        for s in range(n):
-            k.launch([*argv, np.uintp(int(buf) + s * per)])
-        return runner._rowmax(n * per, buf=buf, n=n, cols=spec.threads).tolist()
-    finally:
-        buf.free()
 
 
 # ------------------------------------------------------------------ comparison (CPU)

@@ -27,6 +27,7 @@ def _spec(name: str):
 def phase(name: str, which: str, ptxas: str | None) -> None:
     from chronos.kernels.spec import ptx_path
     from chronos.measure.config import MeasureConfig
+    from chronos.measure.inputs import stats
     from chronos.measure.instrument import instrument_text
     from chronos.measure.runner import GpuRunner
     from chronos.toolchain import assemble
@@ -69,11 +70,12 @@ def phase(name: str, which: str, ptxas: str | None) -> None:
         print(which, "ok", {n: float(v.astype("float64").sum()) for n, v in out.items()})
     elif which == "cubin_time":
         r._upload(spec, bufs, inputs, cfg.poison_byte)
-        print(which, "ok", r._time(k, args, cfg))
+        print(which, "ok", stats(r._time_samples(k, args, cfg, cfg.reps, cfg.warmup)))
     else:
         inst = assemble(instrument_text(ptx, spec.entry), cfg.arch, ptxas=ptxas)
         r._upload(spec, bufs, inputs, cfg.poison_byte)
-        print(which, "ok", r._cycles(r._kernel("y", inst.cubin, spec, extra_ptr=True), spec, args, cfg))
+        print(which, "ok", stats(r._cycle_samples(r._kernel("y", inst.cubin, spec, extra_ptr=True), spec, args, cfg,
+                                                  cfg.cycle_samples, 3)))
     r.close()
 
 

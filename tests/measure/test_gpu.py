@@ -103,3 +103,20 @@ def test_gemm_vec_variant_bit_exact_and_resume(tmp_path):
         again = be.measure(spec, vs)
     assert all(r.valid for r in first), [(r.reason, r.log) for r in first]
     assert [r.id for r in again] == [r.id for r in first]  # answered from the store, not re-measured
+
+
+def test_side_by_side_rounds_verify_each_candidate_and_pool_the_samples(tmp_path):
+    from chronos.measure.backend import compile_variant
+
+    spec = _spec("gemm_tile(4,4,4)")
+    base = _ptx(spec)
+    good = emit(apply_sequence(load_module(SPECS, spec), ["vec_ld", "vec_st"]))
+    wrong = _mutate(base, "fma.rn.f32", "fma.rz.f32")
+    with GpuBackend(tmp_path / "store.sqlite", CFG) as backend:
+        b = compile_variant(base, spec, CFG.arch, backend.ptxas, False)
+        cands = [compile_variant(p, spec, CFG.arch, backend.ptxas, True) for p in (base, good, wrong)]
+        (res,) = backend.measure_rounds([(spec, b, cands)], rounds=4)
+    assert [r["valid"] for r in res] == [True, True, False] and res[2]["reason"] == "wrong_output"
+    for r in res[:2]:  # reps and samples split over the rounds, then pooled
+        assert r["cycles"]["n"] == 4 * (CFG.cycle_samples // 4) and r["time_ms"]["n"] == 4 * (CFG.reps // 4)
+        assert r["cycles"]["median"] > 0 and r["time_ms"]["median"] > 0

@@ -102,3 +102,20 @@ def test_cubins_with_the_same_machine_code_are_measured_once(tmp_path, ptxas):
         recs = be.measure(spec, [Variant(spec, base, ()), Variant(spec, loose, ("maxnreg_128",))])
     assert recs[0].cubin_sha256 != recs[1].cubin_sha256  # the cubins differ (metadata) ...
     assert sum("not measured again" in r.log for r in recs) == 1  # ... the SASS does not: one measurement
+
+
+def test_side_by_side_rounds_answer_per_candidate_and_a_fault_marks_only_its_kernel(tmp_path, ptxas):
+    from chronos.measure.backend import compile_variant
+
+    groups = []
+    for name, shape in (("gemm_tile(2,2,2)", (2, 2, 2)), ("fault", (2, 2, 4))):
+        spec = gemm_tile_spec(*shape)
+        spec = type(spec).from_json({**spec.to_json(), "kernel": name}) if name == "fault" else spec
+        base = compile_variant(gemm_tile_ptx(*shape), spec, "sm_90a", str(ptxas), False)
+        cands = [compile_variant(gemm_tile_ptx(*shape), spec, "sm_90a", str(ptxas), True)] * 2
+        groups.append((spec, base, cands))
+    with GpuBackend(tmp_path / "m.sqlite", MeasureConfig(watchdog_s=10), ptxas=str(ptxas), worker_argv=fake()) as be:
+        ok, bad = be.measure_rounds(groups, rounds=8)
+        assert be.pool.restarts == 1
+    assert [r["valid"] for r in ok] == [True, True] and ok[0]["cycles"]["median"] == ok[1]["cycles"]["median"]
+    assert [r["reason"] for r in bad] == ["fault:CUDA_ERROR_MISALIGNED_ADDRESS"] * 2

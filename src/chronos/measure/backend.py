@@ -219,6 +219,29 @@ class GpuBackend:
             results[g][i] = self._copy(groups[g][0], groups[g][1][i], compiled[g, i], results[src[0]][src[1]])
         return results  # type: ignore[return-value]
 
+    def measure_rounds(self, groups: list[tuple[KernelSpec, Compiled, list[Compiled]]], rounds: int) -> list[list[dict]]:
+        """Side-by-side re-measurement (GpuRunner.measure_rounds) of compiled candidates, one job per kernel,
+        spread over the workers. Answers per group: one dict per candidate (valid, reason, log, cycles,
+        time_ms stats); a fault, hang or dead worker marks the whole group with its reason. Not stored:
+        the caller keeps these numbers beside, not instead of, the per-variant records."""
+        out: list[list[dict]] = [[] for _ in groups]
+        cfg = self.config
+
+        def jobs():
+            for g, (spec, base, cands) in enumerate(groups):
+                yield {"id": str(g), "op": "rounds", "spec": spec.to_json(), "config": cfg.to_json(),
+                       "baseline": _b64(base.sha, base.cubin), "rounds": rounds,
+                       "candidates": [[_b64(c.sha, c.cubin), _b64(*c.cycles)] for c in cands]}
+
+        def on_result(job: dict, ans: dict) -> None:
+            g = int(job["id"])
+            n = len(groups[g][2])
+            out[g] = ans.get("results") or [{"valid": False, "reason": ans.get("reason", "worker_error"),
+                                             "log": ans.get("log", "")} for _ in range(n)]
+
+        self.pool.run(jobs(), on_result, timeout_of=lambda job: self.config.watchdog_s * max(1, len(job["candidates"])))
+        return out
+
     def _copy(self, spec: KernelSpec, v: Variant, c: Compiled, prior: Record) -> Record:
         return self._record(
             spec, v, ptx_sha256=c.ptx_sha, cubin_sha256=c.sha, valid=prior.valid, reason=prior.reason,

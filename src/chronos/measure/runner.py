@@ -212,15 +212,12 @@ class GpuRunner:
                 except self.drv.Error:
                     pass
 
-    def _measure(self, spec, cfg, baseline, variant, cycles, bufs) -> dict:
-        args = self._args(spec, bufs)
-        base_k = self._kernel(baseline[0], baseline[1], spec)
-        var_k = self._kernel(variant[0], variant[1], spec)
-        inputs0 = None
+    def _verify(self, spec, cfg, base_k: _Kernel, base_sha: str, var_k: _Kernel, bufs, args) -> dict | None:
+        """None if the variant's outputs equal the baseline's bit for bit on every input draw, else the
+        invalid verdict (the baseline's references are cached per draw)."""
         for d in range(cfg.input_draws):
             inputs = self._inputs(spec, cfg.seed, d, cfg.poison_byte)
-            inputs0 = inputs0 if inputs0 is not None else inputs
-            key = (baseline[0], cfg.seed, d, cfg.poison_byte)
+            key = (base_sha, cfg.seed, d, cfg.poison_byte)
             if key not in self.refs:
                 ref = self._run_once(base_k, spec, bufs, args, inputs, cfg)
                 holes = {a.name: unwritten(a, ref[a.name], cfg.poison_byte) for a in spec.outputs
@@ -237,21 +234,73 @@ class GpuRunner:
             if bad:
                 return {"valid": False, "reason": "wrong_output",
                         "log": f"outputs differ bitwise from the baseline on draw {d}: {bad} (elements)"}
-        self._upload(spec, bufs, inputs0, cfg.poison_byte)
+        return None
+
+    def _measure(self, spec, cfg, baseline, variant, cycles, bufs) -> dict:
+        args = self._args(spec, bufs)
+        base_k = self._kernel(baseline[0], baseline[1], spec)
+        var_k = self._kernel(variant[0], variant[1], spec)
+        bad = self._verify(spec, cfg, base_k, baseline[0], var_k, bufs, args)
+        if bad:
+            return bad
+        self._upload(spec, bufs, self._inputs(spec, cfg.seed, 0, cfg.poison_byte), cfg.poison_byte)
         result = {"valid": True, "reason": "", "log": ""}
-        result["time_ms"] = self._time(var_k, args, cfg)
+        result["time_ms"] = stats(self._time_samples(var_k, args, cfg, cfg.reps, cfg.warmup))
         if cycles is not None:
             cyc_k = self._kernel(cycles[0], cycles[1], spec, extra_ptr=True)
-            result["cycles"] = self._cycles(cyc_k, spec, args, cfg)
+            result["cycles"] = stats(self._cycle_samples(cyc_k, spec, args, cfg, cfg.cycle_samples, min(cfg.warmup, 3)))
         return result
 
-    def _time(self, k: _Kernel, args: list, cfg: MeasureConfig) -> dict:
+    def measure_rounds(self, spec: KernelSpec, cfg: MeasureConfig, baseline: tuple[str, bytes],
+                       candidates: list[tuple[tuple[str, bytes], tuple[str, bytes]]], rounds: int) -> list[dict]:
+        """Several variants of one kernel measured side by side: each is verified bit-exactly against the
+        baseline, then `rounds` rounds visit every valid one in a shuffled order for 1/rounds of the reps
+        and cycle samples, on one set of buffers; statistics over the pooled samples. Slow drifts and the
+        placement of one allocation then hit every candidate alike (benchmarks/bench_repeat_protocol.py)."""
+        import random
+
+        if not self.warmed:
+            self.warm_up(cfg.gpu_warmup_s)
+            self.warmed = True
+        bufs = self._alloc(spec)
+        try:
+            args = self._args(spec, bufs)
+            base_k = self._kernel(baseline[0], baseline[1], spec)
+            out: list[dict] = []
+            ks = []
+            for variant, cycles in candidates:
+                k = self._kernel(variant[0], variant[1], spec)
+                bad = self._verify(spec, cfg, base_k, baseline[0], k, bufs, args)
+                out.append(bad or {"valid": True, "reason": "", "log": ""})
+                ks.append(None if bad else (k, self._kernel(cycles[0], cycles[1], spec, extra_ptr=True)))
+            self._upload(spec, bufs, self._inputs(spec, cfg.seed, 0, cfg.poison_byte), cfg.poison_byte)
+            reps, samples = max(1, cfg.reps // rounds), max(1, cfg.cycle_samples // rounds)
+            times: list[list[float]] = [[] for _ in ks]
+            cycles_: list[list[int]] = [[] for _ in ks]
+            for r in range(rounds):
+                order = [i for i, k in enumerate(ks) if k is not None]
+                random.Random(cfg.seed * 7919 + r).shuffle(order)
+                for i in order:
+                    times[i] += self._time_samples(ks[i][0], args, cfg, reps, 2)
+                    cycles_[i] += self._cycle_samples(ks[i][1], spec, args, cfg, samples, 2)
+            for i, k in enumerate(ks):
+                if k is not None:
+                    out[i]["time_ms"], out[i]["cycles"] = stats(times[i]), stats(cycles_[i])
+            return out
+        finally:
+            for p in bufs.values():
+                try:
+                    p.free()
+                except self.drv.Error:
+                    pass
+
+    def _time_samples(self, k: _Kernel, args: list, cfg: MeasureConfig, reps: int, warmup: int) -> list[float]:
         drv = self.drv
         if cfg.flush_l2 and self.flush is None:
             self.flush = self._call(drv.mem_alloc, cfg.l2_flush_bytes)
-        for _ in range(cfg.warmup):
+        for _ in range(warmup):
             self._call(k.launch, args)
-        evs = [(drv.Event(), drv.Event()) for _ in range(cfg.reps)]
+        evs = [(drv.Event(), drv.Event()) for _ in range(reps)]
         for start, end in evs:
             if cfg.flush_l2:
                 self._call(drv.memset_d8_async, self.flush, 0xA5, cfg.l2_flush_bytes)
@@ -259,7 +308,7 @@ class GpuRunner:
             self._call(k.launch, args)
             end.record()
         self._call(self.ctx.synchronize)
-        return stats([end.time_since(start) for start, end in evs])
+        return [end.time_since(start) for start, end in evs]
 
     def _rowmax_kernel(self):
         """The row-maximum helper (chronos.measure.rowmax), JIT-loaded once and checked against numpy."""
@@ -295,17 +344,18 @@ class GpuRunner:
             if owned:
                 buf.free()
 
-    def _cycles(self, k: _Kernel, spec: KernelSpec, args: list, cfg: MeasureConfig) -> dict:
-        """cfg.cycle_samples instrumented launches; each thread writes its own %clock64 delta, the GPU takes
-        the maximum over the threads of each launch, and the median/IQR is over launches."""
+    def _cycle_samples(self, k: _Kernel, spec: KernelSpec, args: list, cfg: MeasureConfig, samples: int,
+                       warmup: int) -> list[int]:
+        """`samples` instrumented launches; each thread writes its own %clock64 delta and the GPU takes the
+        maximum over the threads of each launch: one value per launch."""
         per = spec.threads * 8
-        batch = max(1, min(cfg.cycle_samples, cfg.max_cycle_buffer_bytes // per))
+        batch = max(1, min(samples, cfg.max_cycle_buffer_bytes // per))
         buf = self._call(self.drv.mem_alloc, batch * per)
         maxima: list[int] = []
         try:
-            for _ in range(min(cfg.warmup, 3)):
+            for _ in range(warmup):
                 self._call(k.launch, [*args, np.uintp(int(buf))])
-            left = cfg.cycle_samples
+            left = samples
             while left:
                 n = min(batch, left)
                 self._call(self.drv.memset_d8_async, buf, 0, n * per)
@@ -318,4 +368,4 @@ class GpuRunner:
                 buf.free()
             except self.drv.Error:
                 pass
-        return stats(maxima)
+        return maxima

@@ -6,7 +6,10 @@ Protocol (one JSON object per line; stdout carries nothing else, stray prints go
   worker -> {"hello": {"gpu", "driver", "cc", "pid"}} once the context exists;
   parent -> {"id", "op": "measure", "spec", "config", "baseline": [sha, b64 cubin], "variant": [...],
              "cycles": [...] | null};
-  worker -> {"id", "valid", "reason", "log", "time_ms"?, "cycles"?, "exit"?}.
+  worker -> {"id", "valid", "reason", "log", "time_ms"?, "cycles"?, "exit"?};
+  parent -> {"id", "op": "rounds", "spec", "config", "baseline", "candidates": [[variant, cycles], ...], "rounds"};
+  worker -> {"id", "valid": true, "results": [{"valid", "reason", "log", "time_ms"?, "cycles"?}, ...]}
+            (GpuRunner.measure_rounds), or a fault answer as above, which concerns the whole group.
 After a sticky CUDA error the worker answers {"reason": "fault:<CUDA error name>", "exit": true} and exits
 with status 3: its context is poisoned. Cubins travel base64-encoded; nothing is ever unpickled.
 """
@@ -38,6 +41,10 @@ def handle(runner, req: dict) -> dict:
     try:
         spec = KernelSpec.from_json(req["spec"])
         cfg = MeasureConfig(**req["config"])
+        if req.get("op") == "rounds":
+            cands = [(_cubin(v), _cubin(c)) for v, c in req["candidates"]]
+            results = runner.measure_rounds(spec, cfg, _cubin(req["baseline"]), cands, int(req["rounds"]))
+            return {"id": rid, "valid": True, "reason": "", "log": "", "results": results}
         out = runner.measure(spec, cfg, _cubin(req["baseline"]), _cubin(req["variant"]), _cubin(req.get("cycles")))
     except CudaFault as f:
         return {"id": rid, "valid": False, "reason": f"fault:{f.name}", "log": str(f), "exit": f.sticky}

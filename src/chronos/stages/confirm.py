@@ -1,0 +1,181 @@
+"""Stage `confirm`: the contenders of every gemm_tile kernel re-measured side by side, so that the oracle,
+greedy, the best fixed set and the policy are compared on numbers taken together rather than hours apart.
+
+    (GPU) python -m chronos.stages.confirm --measure --params params.yaml --out-data data/confirm/gemm_tile.json
+    (any) python -m chronos.stages.confirm --params params.yaml --data data/confirm/gemm_tile.json \
+              --out reports/confirm.json
+
+Why: the atlas's oracle is the minimum over thousands of per-variant medians, each measured once, so it is
+biased low (the winner's curse), and measurements of one variant taken in separate runs differ by ~1% at the
+median and several % in the tail (issue #4; benchmarks/bench_repeat_protocol.py). Per kernel, `--measure`
+takes the baseline, the atlas's `confirm.top` best SASS variants, the best fixed set, greedy's and the
+policy's final sets, deduplicated by SASS variant, and measures them together with
+`GpuRunner.measure_rounds` (bit-exact verification, then `confirm.rounds` interleaved rounds on one set of
+buffers). Without `--measure` it summarises the committed data: per split, the mean cycle change of each
+contender, the confirmed oracle (the best confirmed candidate) and the policy's share of its mean log-gain.
+A contender whose set was not among the measured candidates (a policy retrained since) is `unconfirmed`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from chronos.search.atlas import AtlasDB, mask_of
+
+CONTENDERS = ("fixed", "greedy", "policy")
+
+
+def _sets_by_source(kernel: str, db: AtlasDB, top: int, fixed: tuple, greedy: dict, policy: dict) -> dict:
+    """variant id -> {"actions", "labels"}: the baseline, the atlas's top-N and the contenders' sets."""
+    measured = db.measured(kernel)
+    by_mask = {m: v for v, ms in db.variant_sets(kernel).items() for m in ms}
+    reps = dict(db.representatives(kernel))
+    out: dict[int, dict] = {}
+
+    def add(actions, label):
+        v = by_mask.get(mask_of(actions)) if actions else by_mask.get(0)
+        if v is None:
+            return
+        out.setdefault(v, {"actions": list(reps[v]), "labels": []})["labels"].append(label)
+
+    add((), "baseline")
+    ranked = sorted((m["cycles_median"], v) for v, m in measured.items() if m["valid"] and m["cycles_median"])
+    for i, (_, v) in enumerate(ranked[:top]):
+        out.setdefault(v, {"actions": list(reps[v]), "labels": []})["labels"].append(f"atlas_top{i + 1}")
+    add(fixed, "fixed")
+    add(tuple(greedy.get(kernel, ())), "greedy")
+    add(tuple(policy.get(kernel, ())), "policy")
+    return out
+
+
+def measure(args, params: dict) -> dict:
+    from chronos.kernels.spec import load_module
+    from chronos.measure.backend import GpuBackend, compile_variant
+    from chronos.ptx import emit
+    from chronos.stages.baseline import load_measure_params
+    from chronos.stages.common import kernels_of
+
+    cfg_c = params.get("confirm") or {}
+    top, rounds = int(cfg_c.get("top", 4)), int(cfg_c.get("rounds", 8))
+    _, mcfg = load_measure_params(args.params)
+    db = AtlasDB(args.atlas)
+    fixed = tuple(json.loads(args.oracle.read_text())["summary"]["best_fixed_set"]["actions"])
+    greedy = {k["kernel"]: k["best"]["actions"] for k in json.loads(args.greedy.read_text())["kernels"] if "best" in k}
+    policy = {k["kernel"]: k["final_set"] for k in json.loads(args.training.read_text())["kernels"]}
+    selected = list(kernels_of(args.kernels, ["gemm_tile"], args.only))
+    t0 = time.perf_counter()
+    with GpuBackend(args.scratch, mcfg) as backend:
+        ex, futs = backend.executor, []
+        for _, specs_json, spec in selected:
+            cands = _sets_by_source(spec.kernel, db, top, fixed, greedy, policy)
+            root = emit(load_module(specs_json, spec))
+            base = ex.submit(compile_variant, root, spec, mcfg.arch, backend.ptxas, False)
+            comps = [ex.submit(compile_variant, "", spec, mcfg.arch, backend.ptxas, True,
+                               ((str(specs_json), spec.entry), tuple(c["actions"]))) for c in cands.values()]
+            futs.append((spec, cands, base, comps))
+        groups, index = [], []
+        for spec, cands, base, comps in futs:
+            comps = [f.result() for f in comps]
+            groups.append((spec, base.result(), comps))
+            index.append((spec.kernel, cands, comps))
+        compiled_s = time.perf_counter() - t0
+        answers = backend.measure_rounds(groups, rounds)
+        prov = backend.provenance()
+    kernels = []
+    for (kernel, cands, comps), ans in zip(index, answers, strict=True):
+        rows = []
+        for (v, c), comp, a in zip(cands.items(), comps, ans, strict=True):
+            rows.append({"variant": v, **c, "cubin_sha256": comp.sha, "valid": a.get("valid", False),
+                         "reason": a.get("reason", ""), "log": a.get("log", "")[:300],
+                         "cycles": a.get("cycles"), "time_ms": a.get("time_ms")})
+        kernels.append({"kernel": kernel, "candidates": rows})
+    return {"provenance": {**prov, "config_hash": mcfg.config_hash(), "rounds": rounds, "top": top,
+                           "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                           "seconds": round(time.perf_counter() - t0, 1), "compile_seconds": round(compiled_s, 1),
+                           "command": shlex.join(["python", "-m", "chronos.stages.confirm", *sys.argv[1:]])},
+            "kernels": kernels}
+
+
+def summarize(data: dict, heldout: set[str], policy: dict[str, list[str]]) -> dict:
+    """Per split: mean cycle change of each contender and of the confirmed oracle; the policy's share of
+    the confirmed oracle's mean log-gain; kernels where a contender is unconfirmed are counted, not guessed."""
+    per_kernel = []
+    for k in data["kernels"]:
+        ok = [c for c in k["candidates"] if c["valid"] and c.get("cycles")]
+        base = next((c for c in ok if "baseline" in c["labels"]), None)
+        if base is None:
+            per_kernel.append({"kernel": k["kernel"], "error": "baseline not measured"})
+            continue
+        b = base["cycles"]["median"]
+        row = {"kernel": k["kernel"], "split": "heldout" if k["kernel"] in heldout else "train", "baseline": b}
+        best = min(ok, key=lambda c: c["cycles"]["median"])
+        row["oracle"] = {"actions": best["actions"], "change": best["cycles"]["median"] / b - 1,
+                         "iqr": best["cycles"]["iqr"] / b}
+        for who in CONTENDERS:
+            c = next((c for c in ok if who in c["labels"]), None)
+            if who == "policy":  # the committed policy's set, wherever it was measured from
+                want = mask_of(policy.get(k["kernel"], ())) if k["kernel"] in policy else None
+                c = next((c for c in ok if mask_of(c["actions"]) == want), c) if want is not None else c
+                if c is not None and want is not None and mask_of(c["actions"]) != want:
+                    c = None
+            row[who] = None if c is None else {"actions": c["actions"], "change": c["cycles"]["median"] / b - 1,
+                                               "iqr": c["cycles"]["iqr"] / b}
+        per_kernel.append(row)
+    summary = {}
+    for split in ("train", "heldout", "all"):
+        rows = [r for r in per_kernel if "error" not in r and (split == "all" or r["split"] == split)]
+        s = {"kernels": len(rows)}
+        for who in ("oracle", *CONTENDERS):
+            got = [r[who]["change"] for r in rows if r.get(who)]
+            s[f"{who}_mean_change"] = sum(got) / len(got) if got else None
+            s[f"{who}_unconfirmed"] = len(rows) - len(got)
+        both = [r for r in rows if r.get("policy")]
+        gain = lambda r, who: -math.log1p(r[who]["change"])  # log(before/after)
+        og = sum(gain(r, "oracle") for r in both)
+        s["policy_oracle_fraction"] = sum(gain(r, "policy") for r in both) / og if og > 0 else None
+        s["distinct_oracle_sets"] = len({tuple(r["oracle"]["actions"]) for r in rows})
+        summary[split] = s
+    return {"provenance": data["provenance"], "summary": summary, "kernels": per_kernel}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--params", type=Path, default=Path("params.yaml"))
+    ap.add_argument("--measure", action="store_true", help="measure on the GPU and write --out-data")
+    ap.add_argument("--kernels", type=Path, default=Path("data/kernels"))
+    ap.add_argument("--only", help="regex on kernel names (with --measure)")
+    ap.add_argument("--atlas", type=Path, default=Path("data/store/atlas.sqlite"))
+    ap.add_argument("--oracle", type=Path, default=Path("reports/oracle.json"))
+    ap.add_argument("--greedy", type=Path, default=Path("reports/greedy_results.json"))
+    ap.add_argument("--training", type=Path, default=Path("reports/training_result.json"))
+    ap.add_argument("--scratch", type=Path, default=Path("/tmp/chronos_confirm_store.sqlite"))
+    ap.add_argument("--out-data", type=Path, default=Path("data/confirm/gemm_tile.json"))
+    ap.add_argument("--data", type=Path, default=Path("data/confirm/gemm_tile.json"))
+    ap.add_argument("--out", type=Path, default=Path("reports/confirm.json"))
+    args = ap.parse_args(argv)
+    params = yaml.safe_load(args.params.read_text()) or {}
+    if args.measure:
+        data = measure(args, params)
+        args.out_data.parent.mkdir(parents=True, exist_ok=True)
+        args.out_data.write_text(json.dumps(data, indent=1) + "\n")
+        print(f"confirm: {len(data['kernels'])} kernels measured in {data['provenance']['seconds']} s -> {args.out_data}")
+        return 0
+    heldout = set((params.get("split") or {}).get("heldout_kernels", []))
+    policy = {k["kernel"]: k["final_set"] for k in json.loads(args.training.read_text())["kernels"]}
+    out = summarize(json.loads(args.data.read_text()), heldout, policy)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(out, indent=1) + "\n")
+    print(f"confirm: {json.dumps(out['summary'])}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
