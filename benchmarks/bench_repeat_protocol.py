@@ -12,6 +12,7 @@ process, in one CUDA context, by three protocols:
   process is visible too;
 * rounds: buffers allocated once per kernel; `--rounds` rounds, each visiting every variant (shuffled) for
   1/rounds of the samples and reps; per variant the median over the pooled samples;
+* rounds_realloc: as rounds, but every round on fresh buffers behind a spacer allocation (placements averaged);
 * rounds, relative: the same samples, each variant's median divided by the baseline's median of the same
   process: the quantity a reward log(before/after) uses.
 
@@ -125,9 +126,11 @@ def run(args) -> dict:
         mhz.append(sm_mhz(runner))
         # rounds (the library's GpuRunner.measure_rounds): one allocation, every variant visited once per round
         cands = [((c.sha, c.cubin), c.cycles) for c in comps]
-        for name, r in zip(names, runner.measure_rounds(spec, cfg, base, cands, args.rounds), strict=True):
-            rec[name]["rounds"] = {"valid": r["valid"], "cycles": r["cycles"]["median"], "time_ms": r["time_ms"]["median"],
-                                   "cycles_iqr": r["cycles"]["iqr"]}
+        for proto, realloc in (("rounds", False), ("rounds_realloc", True)):
+            res = runner.measure_rounds(spec, cfg, base, cands, args.rounds, realloc=realloc)
+            for name, r in zip(names, res, strict=True):
+                rec[name][proto] = {"valid": r["valid"], "cycles": r["cycles"]["median"],
+                                    "time_ms": r["time_ms"]["median"], "cycles_iqr": r["cycles"]["iqr"]}
         mhz.append(sm_mhz(runner))
         result["kernels"][spec.kernel] = {"sm_mhz": mhz, "variants": rec}
         print(f"{spec.kernel}: {len(sets)} variants, SM MHz {min(mhz):.0f}-{max(mhz):.0f}, "
@@ -145,8 +148,11 @@ def _values(run: dict, kernel: str, protocol: str, key: str) -> dict[str, float]
     if protocol.startswith("independent_pass"):
         i = int(protocol[-1])
         return {n: v["independent"][i][key] for n, v in vs.items() if v["independent"][i]["valid"]}
-    vals = {n: v["rounds"][key] for n, v in vs.items()}
-    if protocol == "rounds_relative":
+    base_protocol = "rounds_realloc" if protocol.startswith("rounds_realloc") else "rounds"
+    if any(base_protocol not in v for v in vs.values()):
+        return {}
+    vals = {n: v[base_protocol][key] for n, v in vs.items()}
+    if protocol.endswith("_relative"):
         return {n: x / vals["baseline"] for n, x in vals.items() if n != "baseline"}
     return vals
 
@@ -157,7 +163,8 @@ def compare(paths: list[Path]) -> dict:
                      "sm_mhz": {k: [round(min(v["sm_mhz"])), round(max(v["sm_mhz"]))] for k, v in r["kernels"].items()}}
                     for p, r in zip(paths, runs, strict=True)]}
     for key, tol in (("cycles", 0.005), ("time_ms", 0.01)):
-        for protocol in ("independent_pass0", "independent", "rounds", "rounds_relative"):
+        for protocol in ("independent_pass0", "independent", "rounds", "rounds_relative", "rounds_realloc",
+                         "rounds_realloc_relative"):
             diffs = []
             pairs = itertools.combinations(range(len(runs)), 2)
             if protocol == "independent_pass0":  # inside one process: pass 0 vs pass 1
@@ -172,6 +179,8 @@ def compare(paths: list[Path]) -> dict:
                         y = _values(runs[b], kernel, protocol, key)
                     diffs += [abs(y[n] - x[n]) / x[n] for n in x if n in y and x[n]]
             d = np.array(diffs)
+            if not d.size:
+                continue
             out[f"{key}:{protocol}"] = {"pairs": int(d.size), "median": float(np.median(d)),
                                         "p95": float(np.percentile(d, 95)), "max": float(d.max()),
                                         "within": float((d <= tol).mean()), "tolerance": tol}

@@ -112,3 +112,19 @@ rule search_triton:
     shell:
         "python -m chronos.stages.search_triton --params params.yaml --kernels data/kernels"
         " --store data/store/measurements.sqlite --out reports/triton_search.json"
+
+
+# The contenders re-measured side by side on the GPU (`python -m chronos.stages.confirm --measure`, a device
+# step like the atlas's measurement; its data file is committed): here only summarised, for any policy.
+rule confirm:
+    input:
+        "data/confirm/gemm_tile.json",
+        "reports/training_result.json",
+        "src/chronos/stages/confirm.py",
+    output:
+        "reports/confirm.json",
+    params:
+        tracked=tracked_params("split"),
+    shell:
+        "python -m chronos.stages.confirm --params params.yaml --data data/confirm/gemm_tile.json"
+        " --training reports/training_result.json --out reports/confirm.json"

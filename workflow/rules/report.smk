@@ -11,6 +11,7 @@ rule report:
         "reports/grpo_curves.csv",
         "reports/triton_search.json",
         "reports/measure_triton_results.json",
+        "reports/confirm.json",
         "src/chronos/stages/report.py",
         "src/chronos/report",
     output:

@@ -219,7 +219,8 @@ class GpuBackend:
             results[g][i] = self._copy(groups[g][0], groups[g][1][i], compiled[g, i], results[src[0]][src[1]])
         return results  # type: ignore[return-value]
 
-    def measure_rounds(self, groups: list[tuple[KernelSpec, Compiled, list[Compiled]]], rounds: int) -> list[list[dict]]:
+    def measure_rounds(self, groups: list[tuple[KernelSpec, Compiled, list[Compiled]]], rounds: int,
+                       realloc: bool = False) -> list[list[dict]]:
         """Side-by-side re-measurement (GpuRunner.measure_rounds) of compiled candidates, one job per kernel,
         spread over the workers. Answers per group: one dict per candidate (valid, reason, log, cycles,
         time_ms stats); a fault, hang or dead worker marks the whole group with its reason. Not stored:
@@ -230,7 +231,7 @@ class GpuBackend:
         def jobs():
             for g, (spec, base, cands) in enumerate(groups):
                 yield {"id": str(g), "op": "rounds", "spec": spec.to_json(), "config": cfg.to_json(),
-                       "baseline": _b64(base.sha, base.cubin), "rounds": rounds,
+                       "baseline": _b64(base.sha, base.cubin), "rounds": rounds, "realloc": realloc,
                        "candidates": [[_b64(c.sha, c.cubin), _b64(*c.cycles)] for c in cands]}
 
         def on_result(job: dict, ans: dict) -> None:

@@ -252,11 +252,14 @@ class GpuRunner:
         return result
 
     def measure_rounds(self, spec: KernelSpec, cfg: MeasureConfig, baseline: tuple[str, bytes],
-                       candidates: list[tuple[tuple[str, bytes], tuple[str, bytes]]], rounds: int) -> list[dict]:
+                       candidates: list[tuple[tuple[str, bytes], tuple[str, bytes]]], rounds: int,
+                       realloc: bool = False) -> list[dict]:
         """Several variants of one kernel measured side by side: each is verified bit-exactly against the
         baseline, then `rounds` rounds visit every valid one in a shuffled order for 1/rounds of the reps
         and cycle samples, on one set of buffers; statistics over the pooled samples. Slow drifts and the
-        placement of one allocation then hit every candidate alike (benchmarks/bench_repeat_protocol.py)."""
+        placement of one allocation then hit every candidate alike (benchmarks/bench_repeat_protocol.py).
+        With `realloc`, every round gets fresh buffers behind a spacer allocation of a seeded size, so the
+        pooled samples average over placements in memory instead of sharing one."""
         import random
 
         if not self.warmed:
@@ -278,11 +281,22 @@ class GpuRunner:
             times: list[list[float]] = [[] for _ in ks]
             cycles_: list[list[int]] = [[] for _ in ks]
             for r in range(rounds):
+                rng = random.Random(cfg.seed * 7919 + r)
                 order = [i for i, k in enumerate(ks) if k is not None]
-                random.Random(cfg.seed * 7919 + r).shuffle(order)
-                for i in order:
-                    times[i] += self._time_samples(ks[i][0], args, cfg, reps, 2)
-                    cycles_[i] += self._cycle_samples(ks[i][1], spec, args, cfg, samples, 2)
+                rng.shuffle(order)
+                fresh, spacer = None, None
+                if realloc and r:
+                    spacer = self._call(self.drv.mem_alloc, 256 * rng.randrange(1, 8192))
+                    fresh = self._alloc(spec)
+                    self._upload(spec, fresh, self._inputs(spec, cfg.seed, 0, cfg.poison_byte), cfg.poison_byte)
+                try:
+                    argv = self._args(spec, fresh) if fresh else args
+                    for i in order:
+                        times[i] += self._time_samples(ks[i][0], argv, cfg, reps, 2)
+                        cycles_[i] += self._cycle_samples(ks[i][1], spec, argv, cfg, samples, 2)
+                finally:
+                    for p in [*(fresh or {}).values(), *([spacer] if spacer else [])]:
+                        p.free()
             for i, k in enumerate(ks):
                 if k is not None:
                     out[i]["time_ms"], out[i]["cycles"] = stats(times[i]), stats(cycles_[i])

@@ -7,7 +7,8 @@ Protocol (one JSON object per line; stdout carries nothing else, stray prints go
   parent -> {"id", "op": "measure", "spec", "config", "baseline": [sha, b64 cubin], "variant": [...],
              "cycles": [...] | null};
   worker -> {"id", "valid", "reason", "log", "time_ms"?, "cycles"?, "exit"?};
-  parent -> {"id", "op": "rounds", "spec", "config", "baseline", "candidates": [[variant, cycles], ...], "rounds"};
+  parent -> {"id", "op": "rounds", "spec", "config", "baseline", "candidates": [[variant, cycles], ...], "rounds",
+            "realloc"};
   worker -> {"id", "valid": true, "results": [{"valid", "reason", "log", "time_ms"?, "cycles"?}, ...]}
             (GpuRunner.measure_rounds), or a fault answer as above, which concerns the whole group.
 After a sticky CUDA error the worker answers {"reason": "fault:<CUDA error name>", "exit": true} and exits
@@ -43,7 +44,8 @@ def handle(runner, req: dict) -> dict:
         cfg = MeasureConfig(**req["config"])
         if req.get("op") == "rounds":
             cands = [(_cubin(v), _cubin(c)) for v, c in req["candidates"]]
-            results = runner.measure_rounds(spec, cfg, _cubin(req["baseline"]), cands, int(req["rounds"]))
+            results = runner.measure_rounds(spec, cfg, _cubin(req["baseline"]), cands, int(req["rounds"]),
+                                           bool(req.get("realloc", False)))
             return {"id": rid, "valid": True, "reason": "", "log": "", "results": results}
         out = runner.measure(spec, cfg, _cubin(req["baseline"]), _cubin(req["variant"]), _cubin(req.get("cycles")))
     except CudaFault as f:

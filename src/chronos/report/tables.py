@@ -76,7 +76,7 @@ def search_table(baseline: Path, greedy: Path, random: Path | None = None, oracl
 
 
 def summary_metrics(table: pd.DataFrame, bc_stats: Path | None, predictions: Path | None,
-                    baseline: Path, triton: Path | None = None) -> dict:
+                    baseline: Path, triton: Path | None = None, confirm: Path | None = None) -> dict:
     """Plain numbers for `dvc exp show` (reports/metrics.json)."""
     out: dict = {}
     for name in STRATEGIES:
@@ -119,4 +119,16 @@ def summary_metrics(table: pd.DataFrame, bc_stats: Path | None, predictions: Pat
                    triton_geomean_speedup=s["geomean_speedup_cycles"], triton_geomean_speedup_time=s["geomean_speedup_time"],
                    triton_wrong_outputs=s["wrong_outputs"], triton_slower=s["slower_than_baseline"],
                    triton_faster=s["verdicts"].get("faster", 0), triton_distinct_sequences=s["distinct_sequences"])
+        if b := s.get("beam"):
+            out.update({f"triton_beam_{k}": b[k] for k in ("k", "kernels", "incomplete", "faster", "slower_in_time",
+                                                          "wrong_outputs", "candidates_measured")},
+                       triton_beam_geomean_speedup=b["geomean_speedup_cycles"],
+                       triton_beam_geomean_speedup_time=b["geomean_speedup_time"])
+    conf = _load(confirm)
+    if conf:
+        for split in ("train", "heldout"):
+            c = conf["summary"][split]
+            out.update({f"confirmed_{split}_{k}": c[k] for k in (
+                "kernels", "oracle_mean_change", "policy_mean_change", "greedy_mean_change", "fixed_mean_change",
+                "policy_oracle_fraction", "policy_unconfirmed", "distinct_oracle_sets")})
     return out

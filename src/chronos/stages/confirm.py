@@ -65,6 +65,7 @@ def measure(args, params: dict) -> dict:
 
     cfg_c = params.get("confirm") or {}
     top, rounds = int(cfg_c.get("top", 4)), int(cfg_c.get("rounds", 8))
+    realloc = bool(cfg_c.get("realloc", False)) if args.realloc is None else args.realloc
     _, mcfg = load_measure_params(args.params)
     db = AtlasDB(args.atlas)
     fixed = tuple(json.loads(args.oracle.read_text())["summary"]["best_fixed_set"]["actions"])
@@ -87,7 +88,7 @@ def measure(args, params: dict) -> dict:
             groups.append((spec, base.result(), comps))
             index.append((spec.kernel, cands, comps))
         compiled_s = time.perf_counter() - t0
-        answers = backend.measure_rounds(groups, rounds)
+        answers = backend.measure_rounds(groups, rounds, realloc)
         prov = backend.provenance()
     kernels = []
     for (kernel, cands, comps), ans in zip(index, answers, strict=True):
@@ -97,7 +98,7 @@ def measure(args, params: dict) -> dict:
                          "reason": a.get("reason", ""), "log": a.get("log", "")[:300],
                          "cycles": a.get("cycles"), "time_ms": a.get("time_ms")})
         kernels.append({"kernel": kernel, "candidates": rows})
-    return {"provenance": {**prov, "config_hash": mcfg.config_hash(), "rounds": rounds, "top": top,
+    return {"provenance": {**prov, "config_hash": mcfg.config_hash(), "rounds": rounds, "top": top, "realloc": realloc,
                            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                            "seconds": round(time.perf_counter() - t0, 1), "compile_seconds": round(compiled_s, 1),
                            "command": shlex.join(["python", "-m", "chronos.stages.confirm", *sys.argv[1:]])},
@@ -152,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--measure", action="store_true", help="measure on the GPU and write --out-data")
     ap.add_argument("--kernels", type=Path, default=Path("data/kernels"))
     ap.add_argument("--only", help="regex on kernel names (with --measure)")
+    ap.add_argument("--realloc", action=argparse.BooleanOptionalAction, default=None,
+                    help="fresh buffers every round (overrides confirm.realloc)")
     ap.add_argument("--atlas", type=Path, default=Path("data/store/atlas.sqlite"))
     ap.add_argument("--oracle", type=Path, default=Path("reports/oracle.json"))
     ap.add_argument("--greedy", type=Path, default=Path("reports/greedy_results.json"))

@@ -89,11 +89,36 @@ def render_readme(metrics: dict, table, baseline: dict, random_partial: bool, or
                    f"{metrics['triton_slower']} slower than baseline, {metrics['triton_wrong_outputs']} wrong outputs; "
                    f"{metrics['triton_distinct_sequences']} distinct predicted sets "
                    "(`measure_triton_results.json`, `triton_search.json`, `figures/triton_results.png`).")]
+        if metrics.get("triton_beam_k"):
+            gb, gt = metrics["triton_beam_geomean_speedup"], metrics["triton_beam_geomean_speedup_time"]
+            lines.append(
+                f"Optimize path over the policy's {metrics['triton_beam_k']} most probable sets (each measured, "
+                f"bit-exact verified, the fastest clearly faster one returned): {metrics['triton_beam_kernels']} kernels "
+                f"with every candidate measured ({metrics['triton_beam_incomplete']} incomplete); geomean speedup "
+                f"{'n/a' if gb is None else f'{gb:.3f}x'} in cycles, {'n/a' if gt is None else f'{gt:.3f}x'} in time; "
+                f"{metrics['triton_beam_faster']} faster, {metrics['triton_beam_slower_in_time']} slower in time, "
+                f"{metrics['triton_beam_wrong_outputs']} wrong outputs among {metrics['triton_beam_candidates_measured']} "
+                "candidates.")
         if triton_search:
             ts = triton_search["summary"]
             lines.append(f"References on the same kernels: greedy {_pct(ts['greedy']['mean_change'])}, seeded random "
                          f"{_pct(ts['random']['mean_change'])} mean cycle change ({ts['greedy']['failed']} kernel failed: "
                          "its baseline faulted).")
+    if metrics.get("confirmed_heldout_kernels"):
+        lines += ["", "## Confirmed side by side (`confirm.json`)", "",
+                  ("Per kernel the baseline, the atlas's best variants, the best fixed set, greedy's and the policy's "
+                   "sets re-measured together (interleaved rounds, one allocation): the oracle here is the best "
+                   "confirmed candidate, free of the atlas minimum's selection bias."), "",
+                  "| split | kernels | oracle | policy | greedy | fixed set | policy / oracle log-gain |",
+                  "|---|---|---|---|---|---|---|"]
+        for split in ("train", "heldout"):
+            f = metrics[f"confirmed_{split}_policy_oracle_fraction"]
+            lines.append(f"| {split} | {metrics[f'confirmed_{split}_kernels']} | "
+                         f"{_pct(metrics[f'confirmed_{split}_oracle_mean_change'])} | "
+                         f"{_pct(metrics[f'confirmed_{split}_policy_mean_change'])} | "
+                         f"{_pct(metrics[f'confirmed_{split}_greedy_mean_change'])} | "
+                         f"{_pct(metrics[f'confirmed_{split}_fixed_mean_change'])} | "
+                         f"{'n/a' if f is None else f'{100 * f:.1f}%'} |")
     best = table.sort_values("greedy_change").head(5)
     lines += ["", "## Largest greedy gains", "", "| kernel | baseline cycles | greedy cycles | change | actions |",
               "|---|---|---|---|---|"]
@@ -123,7 +148,9 @@ def main(argv: list[str] | None = None) -> int:
         search = r / "triton_search.json"
         triton_bars(json.loads(tri.read_text())["kernels"],
                     json.loads(search.read_text()) if search.is_file() else None, r / "figures" / "triton_results.png")
-    metrics = summary_metrics(table, r / "bc_stats.json", r / "predictions.json", r / "baseline.json", tri)
+    confirm = r / "confirm.json"
+    metrics = summary_metrics(table, r / "bc_stats.json", r / "predictions.json", r / "baseline.json", tri,
+                              confirm if confirm.is_file() else None)
     (r / "metrics.json").write_text(json.dumps(metrics, indent=1, sort_keys=True) + "\n")
     baseline = json.loads((r / "baseline.json").read_text())
     rnd = r / "random_results.json"

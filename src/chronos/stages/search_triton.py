@@ -42,13 +42,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=Path("reports/triton_search.json"))
     ap.add_argument("--backend", choices=("gpu", "replay", "auto"), help="overrides measure.backend")
     ap.add_argument("--only", help="regex on kernel names")
+    ap.add_argument("--retry-invalid", action="store_true",
+                    help="re-measure variants whose stored record is invalid (gpu backend; newest record wins)")
     args = ap.parse_args(argv)
     p = load_triton_params(args.params)
     _, gcfg = load_greedy_params(args.params)
     rows: dict[str, list[dict]] = {"greedy": [], "random": []}
     try:
         name, mcfg = load_measure_params(args.params)
-        backend = make_backend(args.backend or name, args.store, mcfg)
+        extra = {"retry_invalid": True} if args.retry_invalid else {}
+        backend = make_backend(args.backend or name, args.store, mcfg, **extra)
         try:
             for family, specs_json, spec in kernels_of(args.kernels, p["families"], args.only):
                 root = load_module(specs_json, spec)

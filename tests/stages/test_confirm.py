@@ -1,0 +1,47 @@
+"""Stage confirm's summary: confirmed oracle = best confirmed candidate; contenders found by their labels, the
+committed policy by its set; a policy set that was not measured is unconfirmed, never guessed."""
+
+import math
+
+import pytest
+
+from chronos.stages.confirm import summarize
+
+
+def _cand(actions, labels, cycles, valid=True):
+    return {"actions": actions, "labels": labels, "valid": valid,
+            "cycles": {"median": cycles, "iqr": 10.0, "n": 200} if valid else None}
+
+
+DATA = {"provenance": {"gpu": "test"}, "kernels": [
+    {"kernel": "gemm_tile(2,2,2)", "candidates": [
+        _cand([], ["baseline"], 1000.0),
+        _cand(["vec_ld", "vec_st"], ["atlas_top2", "greedy"], 600.0),
+        _cand(["vec_ld", "vec_st", "st_cache_wb"], ["fixed", "policy"], 610.0),
+        _cand(["vec_ld", "vec_st", "reorder_cp"], ["atlas_top1"], 590.0),
+        _cand(["vec_ld", "cache_cs"], ["atlas_top3"], 500.0, valid=False),  # invalid: never the oracle
+    ]},
+    {"kernel": "gemm_tile(4,4,4)", "candidates": [
+        _cand([], ["baseline"], 2000.0),
+        _cand(["vec_ld"], ["atlas_top1", "fixed", "greedy"], 1000.0),
+    ]},
+]}
+
+
+def test_confirmed_oracle_contenders_and_fraction():
+    policy = {"gemm_tile(2,2,2)": ["vec_ld", "vec_st", "st_cache_wb"], "gemm_tile(4,4,4)": ["vec_st"]}
+    out = summarize(DATA, heldout={"gemm_tile(4,4,4)"}, policy=policy)
+    k0, k1 = out["kernels"]
+    assert k0["oracle"]["actions"] == ["vec_ld", "vec_st", "reorder_cp"] and k0["oracle"]["change"] == pytest.approx(-0.41)
+    assert k0["policy"]["change"] == pytest.approx(-0.39) and k0["greedy"]["change"] == pytest.approx(-0.40)
+    assert k1["policy"] is None  # vec_st alone was not among the measured candidates
+    tr, ho = out["summary"]["train"], out["summary"]["heldout"]
+    assert tr["policy_oracle_fraction"] == pytest.approx(math.log(1000 / 610) / math.log(1000 / 590))
+    assert ho["policy_unconfirmed"] == 1 and ho["policy_oracle_fraction"] is None
+    assert out["summary"]["all"]["distinct_oracle_sets"] == 2
+
+
+def test_a_kernel_without_a_measured_baseline_is_an_error_row():
+    data = {"provenance": {}, "kernels": [{"kernel": "k", "candidates": [_cand([], ["baseline"], 1.0, valid=False)]}]}
+    out = summarize(data, heldout=set(), policy={})
+    assert out["kernels"][0]["error"] == "baseline not measured" and out["summary"]["all"]["kernels"] == 0
