@@ -3,6 +3,7 @@
     python benchmarks/bench_repeat_protocol.py --kernel 'gemm_tile\\((2,2,2|4,6,8|8,8,8)\\)' --variants 24 \
         --json run_a.json                         (one process per GPU; run it again later; then compare with
     python benchmarks/bench_repeat_protocol.py --compare run_a.json run_b.json ...     (on any machine)
+    python benchmarks/bench_repeat_protocol.py --confirm data/confirm/gemm_tile.json other_run.json
 
 Per kernel: the baseline and `--variants` atlas representatives (a seeded sample), each measured in one
 process, in one CUDA context, by three protocols:
@@ -187,6 +188,32 @@ def compare(paths: list[Path]) -> dict:
     return out
 
 
+def compare_confirm(a: Path, b: Path) -> dict:
+    """Two runs of stage confirm (data/confirm/*.json): per candidate the relative difference of the medians,
+    raw and with each kernel's common shift removed (the median log-ratio of its candidates), baselines
+    excluded from the second; also the per-kernel shifts themselves."""
+    def load(p):
+        d = json.loads(p.read_text())
+        return {k["kernel"]: {c["variant"]: c for c in k["candidates"] if c["valid"]} for k in d["kernels"]}
+
+    x, y = load(a), load(b)
+    out: dict = {"files": [str(a), str(b)]}
+    for key, tol in (("cycles", 0.005), ("time_ms", 0.01)):
+        raw, common, shifts = [], [], []
+        for k in x:
+            vs = [v for v in x[k] if v in y.get(k, {})]
+            lr = np.array([np.log(y[k][v][key]["median"] / x[k][v][key]["median"]) for v in vs])
+            shift = float(np.median(lr))
+            shifts.append(abs(np.expm1(shift)))
+            raw += list(np.abs(np.expm1(lr)))
+            common += [abs(np.expm1(d - shift)) for v, d in zip(vs, lr, strict=True) if v != 0]
+        for name, d in (("raw", np.array(raw)), ("kernel_shift_removed", np.array(common)),
+                        ("kernel_shift", np.array(shifts))):
+            out[f"{key}:{name}"] = {"n": int(d.size), "median": float(np.median(d)), "p95": float(np.percentile(d, 95)),
+                                    "max": float(d.max()), "within": float((d <= tol).mean()), "tolerance": tol}
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--kernel", default=r"gemm_tile\((2,2,2|4,6,8|8,8,8)\)")
@@ -195,7 +222,11 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=Path)
     ap.add_argument("--compare", type=Path, nargs="+")
+    ap.add_argument("--confirm", type=Path, nargs=2, help="compare two stage-confirm data files instead")
     args = ap.parse_args()
+    if args.confirm:
+        print(json.dumps(compare_confirm(*args.confirm), indent=1))
+        return 0
     if args.compare:
         res = compare(args.compare)
         print(json.dumps(res, indent=1))

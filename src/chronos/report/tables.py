@@ -121,7 +121,8 @@ def summary_metrics(table: pd.DataFrame, bc_stats: Path | None, predictions: Pat
                    triton_faster=s["verdicts"].get("faster", 0), triton_distinct_sequences=s["distinct_sequences"])
         if b := s.get("beam"):
             out.update({f"triton_beam_{k}": b[k] for k in ("k", "kernels", "incomplete", "faster", "slower_in_time",
-                                                          "wrong_outputs", "candidates_measured")},
+                                                          "rejected_slower_in_time", "wrong_outputs",
+                                                          "candidates_measured") if k in b},
                        triton_beam_geomean_speedup=b["geomean_speedup_cycles"],
                        triton_beam_geomean_speedup_time=b["geomean_speedup_time"])
     conf = _load(confirm)

@@ -6,8 +6,9 @@
 
 Per kernel: the policy's greedy rollout (masked, at most `predict.max_steps` transforms) gives a sequence;
 the baseline and the variant are measured (bit-exact verification included). The optimize path returns the
-variant only if it is valid and clearly faster in cycles (`search.greedy.min_gain`, IQR bands apart), else
-the baseline, so it never returns a slower or unverified kernel. On replay, a kernel whose prediction was
+variant only if it is valid, clearly faster in cycles (`search.greedy.min_gain`, IQR bands apart) and not
+clearly slower in event-timed wall time (verdict `slower_in_time` otherwise), else the baseline, so it never
+returns a slower or unverified kernel. On replay, a kernel whose prediction was
 never measured is reported as `unmeasured` (run this stage on a GPU to measure it) and the run goes on.
 
 With `predict.beam: k` (k > 1) the optimize path also measures the policy's k most probable distinct sets
@@ -37,12 +38,22 @@ def _m(o: Outcome) -> dict:
             "valid": o.valid, "reason": o.reason}
 
 
+def clearly_slower_in_time(new: Outcome, old: Outcome) -> bool:
+    """`new`'s event-timed median lies above `old`'s by more than half their IQRs together: fewer cycles
+    (the max over threads of one launch) need not mean less wall time, and the optimize path promises both."""
+    if not (new.time_ms and old.time_ms):
+        return False
+    return new.time_ms - (new.time_ms_iqr or 0.0) / 2 > old.time_ms + (old.time_ms_iqr or 0.0) / 2
+
+
 def _verdict(key: tuple, out: Outcome, base: Outcome, min_gain: float) -> str:
     if not key:
         return "stop_first"
     if not out.valid:
         return f"invalid:{out.reason or 'invalid'}"
-    return "faster" if clearly_faster(out, base, min_gain) else "not_faster"
+    if not clearly_faster(out, base, min_gain):
+        return "not_faster"
+    return "slower_in_time" if clearly_slower_in_time(out, base) else "faster"
 
 
 def _speedups(base: Outcome, chosen: Outcome) -> dict:
@@ -129,6 +140,7 @@ def _summarize_beam(rows: list[dict]) -> dict:
             "geomean_speedup_time": _geomean([r["optimize_beam"]["speedup_time"] for r in done]),
             "faster": sum(r["optimize_beam"]["returned"] != "baseline" for r in done),
             "slower_in_time": sum((r["optimize_beam"]["speedup_time"] or 1.0) < 1.0 for r in done),
+            "rejected_slower_in_time": sum(c["verdict"] == "slower_in_time" for c in cands),
             "candidates_measured": sum(c["verdict"] != "unmeasured" for c in cands),
             "wrong_outputs": sum(c["verdict"] == "invalid:wrong_output" for c in cands)}
 

@@ -96,7 +96,9 @@ def render_readme(metrics: dict, table, baseline: dict, random_partial: bool, or
                 f"bit-exact verified, the fastest clearly faster one returned): {metrics['triton_beam_kernels']} kernels "
                 f"with every candidate measured ({metrics['triton_beam_incomplete']} incomplete); geomean speedup "
                 f"{'n/a' if gb is None else f'{gb:.3f}x'} in cycles, {'n/a' if gt is None else f'{gt:.3f}x'} in time; "
-                f"{metrics['triton_beam_faster']} faster, {metrics['triton_beam_slower_in_time']} slower in time, "
+                f"{metrics['triton_beam_faster']} faster ({metrics['triton_beam_slower_in_time']} of them with a time median "
+                f"above the baseline's, within the IQR bands; {metrics.get('triton_beam_rejected_slower_in_time', 0)} "
+                "candidates rejected as clearly slower in time), "
                 f"{metrics['triton_beam_wrong_outputs']} wrong outputs among {metrics['triton_beam_candidates_measured']} "
                 "candidates.")
         if triton_search:
