@@ -39,6 +39,7 @@ rule all:
         "reports/random_results.json",
         "reports/triton_search.json",
         "reports/measure_triton_results.json",
+        "reports/confirm.json",
         "reports/predictions.json",
         "reports/baseline.json",
         GREEDY_PARTS,

@@ -12,6 +12,8 @@ from chronos.kernels.gemm_tile import gemm_tile_ptx, gemm_tile_spec
 from chronos.measure.backend import GpuBackend, MeasurementMissError, ReplayBackend, make_backend
 from chronos.measure.config import MeasureConfig, Variant
 from chronos.measure.pool import PoolError, WorkerPool
+from chronos.ptx import emit, parse
+from chronos.transforms import apply_sequence
 
 FAKE = str(Path(__file__).with_name("fake_worker.py"))
 
@@ -34,6 +36,17 @@ def test_pool_timeout_death_badline_fault_and_run_goes_on():
     assert all(got[k]["valid"] for k in "abcde")
     assert pool.restarts == 4 and len(pool.events) == 4
     assert pool.workers[0].starts == 5
+
+
+def test_pool_sends_a_job_to_the_worker_it_names(monkeypatch):
+    monkeypatch.delenv("CHRONOS_GPU_MAP", raising=False)
+    pool = WorkerPool(2, argv=fake(), watchdog_s=10, startup_timeout_s=20)
+    pool.start()
+    jobs = [{"id": str(i), "spec": {"kernel": f"k{i % 3}"}, "variant": ["000"]} for i in range(12)]
+    got = {}
+    pool.run(iter(jobs), lambda job, ans: got.__setitem__(job["id"], ans), worker_of=lambda job: int(job["spec"]["kernel"][1]))
+    pool.close()
+    assert {j["id"]: got[j["id"]]["device"] for j in jobs} == {j["id"]: str(int(j["spec"]["kernel"][1]) % 2) for j in jobs}
 
 
 def test_pool_that_cannot_start_raises():
@@ -119,3 +132,22 @@ def test_side_by_side_rounds_answer_per_candidate_and_a_fault_marks_only_its_ker
         assert be.pool.restarts == 1
     assert [r["valid"] for r in ok] == [True, True] and ok[0]["cycles"]["median"] == ok[1]["cycles"]["median"]
     assert [r["reason"] for r in bad] == ["fault:CUDA_ERROR_MISALIGNED_ADDRESS"] * 2
+
+
+def test_each_kernel_of_a_run_is_measured_on_one_gpu(tmp_path, ptxas, monkeypatch):
+    monkeypatch.delenv("CHRONOS_GPU_MAP", raising=False)
+    groups = []
+    for shape in ((2, 2, 2), (2, 2, 4), (2, 4, 2)):
+        spec = gemm_tile_spec(*shape)
+        base = gemm_tile_ptx(*shape)
+        root = parse(base)
+        vs = [Variant(spec, base, ())] + [Variant(spec, emit(apply_sequence(root, list(acts))), acts)
+                                          for acts in (("vec_ld",), ("vec_st",), ("vec_ld", "vec_st"))]
+        groups.append((spec, vs, base))
+    cfg = MeasureConfig(gpus=2, watchdog_s=10)
+    with GpuBackend(tmp_path / "m.sqlite", cfg, ptxas=str(ptxas), worker_argv=fake()) as be:
+        results = be.measure_many(groups)
+    for records in results:
+        measured = [r for r in records if "dedup_of" not in r.extra]
+        assert len(measured) >= 3 and len({r.extra.get("device") for r in measured}) == 1
+    assert [{r.extra.get("device") for r in recs} for recs in results][:2] == [{"0"}, {"1"}]

@@ -39,6 +39,10 @@ def test_confirmed_oracle_contenders_and_fraction():
     assert tr["policy_oracle_fraction"] == pytest.approx(math.log(1000 / 610) / math.log(1000 / 590))
     assert ho["policy_unconfirmed"] == 1 and ho["policy_oracle_fraction"] is None
     assert out["summary"]["all"]["distinct_oracle_sets"] == 2
+    # 590 +- 5 vs the fixed set's 610 +- 5: bands apart and 3.3% faster; on (4,4,4) the fixed set is the best
+    assert k0["beats_fixed_set"] and not k1["beats_fixed_set"]
+    assert out["summary"]["all"]["kernels_beating_fixed_set"] == ["gemm_tile(2,2,2)"]
+    assert summarize(DATA, set(), policy, min_gain=0.05)["summary"]["all"]["kernels_beating_fixed_set"] == []
 
 
 def test_a_kernel_without_a_measured_baseline_is_an_error_row():

@@ -124,7 +124,7 @@ rule confirm:
     output:
         "reports/confirm.json",
     params:
-        tracked=tracked_params("split"),
+        tracked=tracked_params("split", "search.greedy"),
     shell:
         "python -m chronos.stages.confirm --params params.yaml --data data/confirm/gemm_tile.json"
         " --training reports/training_result.json --out reports/confirm.json"

@@ -211,10 +211,13 @@ class GpuBackend:
                 log=log, cycles_median=cyc.get("median"), cycles_iqr=cyc.get("iqr"),
                 time_ms_median=tm.get("median"), time_ms_iqr=tm.get("iqr"), registers=c.registers,
                 spills=c.spills, extra={"cycles_n": cyc.get("n"), "time_n": tm.get("n"),
-                                        "baseline_cubin": job["_base"]})
+                                        "baseline_cubin": job["_base"], "device": ans.get("device")})
 
         if futs:
-            self.pool.run(jobs(), on_result)
+            kernels = list(dict.fromkeys(spec.kernel for spec, _, _ in groups))  # each kernel: one GPU
+            turn = {k: i for i, k in enumerate(kernels)}
+            self.pool.run(jobs(), on_result, worker_of=(lambda job: turn[job["spec"]["kernel"]])
+                          if cfg.one_gpu_per_kernel else None)
         for (g, i), src in copies:
             results[g][i] = self._copy(groups[g][0], groups[g][1][i], compiled[g, i], results[src[0]][src[1]])
         return results  # type: ignore[return-value]

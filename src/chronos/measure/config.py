@@ -20,7 +20,8 @@ class ConfigError(MeasureError):
 
 # Keys that change what is measured go into config_hash(); operational keys (how many workers, where the
 # watchdog fires, how many ptxas processes) do not, so changing them never invalidates the store.
-_OPERATIONAL = frozenset({"watchdog_s", "compile_workers", "gpus", "backend", "startup_timeout_s"})
+_OPERATIONAL = frozenset({"watchdog_s", "compile_workers", "gpus", "backend", "startup_timeout_s",
+                          "one_gpu_per_kernel"})
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,9 @@ class MeasureConfig:
         compile_workers: parallel ptxas processes (0: the CPU count).
         gpus: worker processes, one per GPU (CUDA_VISIBLE_DEVICES=i).
         startup_timeout_s: how long a fresh worker may take to create its CUDA context.
+        one_gpu_per_kernel: with several GPUs, all variants of one kernel in a run go to one GPU (the kernels
+            of a batch take turns), so that they are compared on one chip: two H200s differ by a shift of
+            ~0.7% (median over kernels, cycles) that would otherwise mix into one kernel's comparisons.
         gpu_warmup_s: each worker keeps the GPU busy this long before its first measurement, so that no
             measurement runs while the clocks ramp up from idle (hashed: it changes what is measured).
     """
@@ -62,6 +66,7 @@ class MeasureConfig:
     gpus: int = 1
     startup_timeout_s: float = 120.0
     gpu_warmup_s: float = 2.0
+    one_gpu_per_kernel: bool = True
 
     def __post_init__(self) -> None:
         if self.reps < 1 or self.cycle_samples < 1 or self.warmup < 0:

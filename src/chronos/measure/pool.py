@@ -185,12 +185,17 @@ class WorkerPool:
         w.start()
 
     def run(self, jobs: Iterable[dict], on_result: Callable[[dict, dict], None],
-            timeout_of: Callable[[dict], float] | None = None) -> None:
-        """Send every job; `jobs` may be a generator fed while the run goes (compile-as-you-go)."""
-        q: queue.Queue = queue.Queue(maxsize=2 * len(self.workers))
+            timeout_of: Callable[[dict], float] | None = None,
+            worker_of: Callable[[dict], int] | None = None) -> None:
+        """Send every job; `jobs` may be a generator fed while the run goes (compile-as-you-go). With
+        `worker_of`, a job goes to worker `worker_of(job) % len(workers)` (its GPU) instead of the first
+        free one."""
+        n = len(self.workers)
+        shared: queue.Queue = queue.Queue(maxsize=2 * n)
+        queues = [queue.Queue(maxsize=2) for _ in range(n)] if worker_of else [shared] * n
         errors: list[BaseException] = []
 
-        def serve(w: WorkerHandle) -> None:
+        def serve(w: WorkerHandle, q: queue.Queue) -> None:
             while True:
                 job = q.get()
                 if job is None:
@@ -201,16 +206,16 @@ class WorkerPool:
                 except BaseException as e:  # noqa: BLE001 - surfaced to the caller below
                     errors.append(e)
 
-        threads = [threading.Thread(target=serve, args=(w,), daemon=True) for w in self.workers]
+        threads = [threading.Thread(target=serve, args=(w, q), daemon=True) for w, q in zip(self.workers, queues, strict=True)]
         for t in threads:
             t.start()
         try:
             for job in jobs:
                 if errors:
                     break
-                q.put(job)
+                queues[worker_of(job) % n if worker_of else 0].put(job)
         finally:
-            for _ in threads:
+            for q in queues:
                 q.put(None)
             for t in threads:
                 t.join()

@@ -75,7 +75,7 @@ def main() -> int:
         if req.get("op") == "quit":
             break
         res = handle(runner, req)
-        send(res)
+        send({**res, "device": os.environ.get("CUDA_VISIBLE_DEVICES")})  # which GPU measured it, for the record
         if res.get("exit"):
             os._exit(STICKY_EXIT)  # the context is poisoned: no cleanup through it
     runner.close()

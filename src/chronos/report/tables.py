@@ -132,4 +132,5 @@ def summary_metrics(table: pd.DataFrame, bc_stats: Path | None, predictions: Pat
             out.update({f"confirmed_{split}_{k}": c[k] for k in (
                 "kernels", "oracle_mean_change", "policy_mean_change", "greedy_mean_change", "fixed_mean_change",
                 "policy_oracle_fraction", "policy_unconfirmed", "distinct_oracle_sets")})
+        out["confirmed_kernels_beating_fixed_set"] = len(conf["summary"]["all"]["kernels_beating_fixed_set"])
     return out

@@ -105,9 +105,11 @@ def measure(args, params: dict) -> dict:
             "kernels": kernels}
 
 
-def summarize(data: dict, heldout: set[str], policy: dict[str, list[str]]) -> dict:
+def summarize(data: dict, heldout: set[str], policy: dict[str, list[str]], min_gain: float = 0.005) -> dict:
     """Per split: mean cycle change of each contender and of the confirmed oracle; the policy's share of
-    the confirmed oracle's mean log-gain; kernels where a contender is unconfirmed are counted, not guessed."""
+    the confirmed oracle's mean log-gain; kernels where a contender is unconfirmed are counted, not guessed.
+    `kernels_beating_fixed_set`: kernels whose best confirmed candidate is clearly faster than the best fixed
+    set (IQR bands apart and at least `min_gain`): those that need a kernel-specific choice at all."""
     per_kernel = []
     for k in data["kernels"]:
         ok = [c for c in k["candidates"] if c["valid"] and c.get("cycles")]
@@ -120,6 +122,11 @@ def summarize(data: dict, heldout: set[str], policy: dict[str, list[str]]) -> di
         best = min(ok, key=lambda c: c["cycles"]["median"])
         row["oracle"] = {"actions": best["actions"], "change": best["cycles"]["median"] / b - 1,
                          "iqr": best["cycles"]["iqr"] / b}
+        fixed = next((c for c in ok if "fixed" in c["labels"]), None)
+        if fixed is not None:  # does this kernel need a set of its own? (IQR bands apart, >= min_gain)
+            f, o = fixed["cycles"], best["cycles"]
+            row["beats_fixed_set"] = bool(o["median"] + o["iqr"] / 2 < f["median"] - f["iqr"] / 2
+                                          and 1 - o["median"] / f["median"] >= min_gain)
         for who in CONTENDERS:
             c = next((c for c in ok if who in c["labels"]), None)
             if who == "policy":  # the committed policy's set, wherever it was measured from
@@ -143,6 +150,7 @@ def summarize(data: dict, heldout: set[str], policy: dict[str, list[str]]) -> di
         og = sum(gain(r, "oracle") for r in both)
         s["policy_oracle_fraction"] = sum(gain(r, "policy") for r in both) / og if og > 0 else None
         s["distinct_oracle_sets"] = len({tuple(r["oracle"]["actions"]) for r in rows})
+        s["kernels_beating_fixed_set"] = sorted(r["kernel"] for r in rows if r.get("beats_fixed_set"))
         summary[split] = s
     return {"provenance": data["provenance"], "summary": summary, "kernels": per_kernel}
 
@@ -173,7 +181,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     heldout = set((params.get("split") or {}).get("heldout_kernels", []))
     policy = {k["kernel"]: k["final_set"] for k in json.loads(args.training.read_text())["kernels"]}
-    out = summarize(json.loads(args.data.read_text()), heldout, policy)
+    min_gain = float(((params.get("search") or {}).get("greedy") or {}).get("min_gain", 0.005))
+    out = summarize(json.loads(args.data.read_text()), heldout, policy, min_gain)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(out, indent=1) + "\n")
     print(f"confirm: {json.dumps(out['summary'])}")

@@ -121,6 +121,10 @@ def render_readme(metrics: dict, table, baseline: dict, random_partial: bool, or
                          f"{_pct(metrics[f'confirmed_{split}_greedy_mean_change'])} | "
                          f"{_pct(metrics[f'confirmed_{split}_fixed_mean_change'])} | "
                          f"{'n/a' if f is None else f'{100 * f:.1f}%'} |")
+        lines += ["", (f"Kernels whose best confirmed candidate is clearly faster than the fixed set (IQR bands apart, "
+                       f"at least `search.greedy.min_gain`): {metrics['confirmed_kernels_beating_fixed_set']} of "
+                       f"{metrics['confirmed_train_kernels'] + metrics['confirmed_heldout_kernels']}; the policy uses "
+                       f"{metrics.get('policy_distinct_sequences', 'n/a')} distinct sequences.")]
     best = table.sort_values("greedy_change").head(5)
     lines += ["", "## Largest greedy gains", "", "| kernel | baseline cycles | greedy cycles | change | actions |",
               "|---|---|---|---|---|"]
