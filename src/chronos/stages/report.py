@@ -103,9 +103,10 @@ def render_readme(metrics: dict, table, baseline: dict, random_partial: bool, or
                 "candidates.")
         if triton_search:
             ts = triton_search["summary"]
+            failed = ts["greedy"]["failed"]
             lines.append(f"References on the same kernels: greedy {_pct(ts['greedy']['mean_change'])}, seeded random "
-                         f"{_pct(ts['random']['mean_change'])} mean cycle change ({ts['greedy']['failed']} kernel failed: "
-                         "its baseline faulted).")
+                         f"{_pct(ts['random']['mean_change'])} mean cycle change"
+                         + (f" ({failed} kernel(s) failed: see `triton_search.json`)." if failed else "."))
     if metrics.get("confirmed_heldout_kernels"):
         lines += ["", "## Confirmed side by side (`confirm.json`)", "",
                   ("Per kernel the baseline, the atlas's best variants, the best fixed set, greedy's and the policy's "
