@@ -199,18 +199,25 @@ class GpuRunner:
                 variant: tuple[str, bytes], cycles: tuple[str, bytes] | None) -> dict:
         """Verify `variant` against `baseline` (sha, cubin) on cfg.input_draws fresh draws, then time it
         and count its cycles with the instrumented cubin. Returns a plain-JSON dict."""
-        if not self.warmed:  # once per process: a restarted worker warms up again
-            self.warm_up(cfg.gpu_warmup_s)
-            self.warmed = True
+        self._warm_once(cfg)
         bufs = self._alloc(spec)
         try:
             return self._measure(spec, cfg, baseline, variant, cycles, bufs)
         finally:
-            for p in bufs.values():
-                try:
-                    p.free()
-                except self.drv.Error:
-                    pass
+            self._free(bufs.values())
+
+    def _warm_once(self, cfg: MeasureConfig) -> None:
+        if not self.warmed:  # once per process: a restarted worker warms up again
+            self.warm_up(cfg.gpu_warmup_s)
+            self.warmed = True
+
+    def _free(self, ptrs) -> None:
+        """Free device allocations, ignoring errors (the context may already be poisoned)."""
+        for p in ptrs:
+            try:
+                p.free()
+            except self.drv.Error:
+                pass
 
     def _verify(self, spec, cfg, base_k: _Kernel, base_sha: str, var_k: _Kernel, bufs, args) -> dict | None:
         """None if the variant's outputs equal the baseline's bit for bit on every input draw, else the
@@ -262,9 +269,7 @@ class GpuRunner:
         pooled samples average over placements in memory instead of sharing one."""
         import random
 
-        if not self.warmed:
-            self.warm_up(cfg.gpu_warmup_s)
-            self.warmed = True
+        self._warm_once(cfg)
         bufs = self._alloc(spec)
         try:
             args = self._args(spec, bufs)
@@ -295,18 +300,13 @@ class GpuRunner:
                         times[i] += self._time_samples(ks[i][0], argv, cfg, reps, 2)
                         cycles_[i] += self._cycle_samples(ks[i][1], spec, argv, cfg, samples, 2)
                 finally:
-                    for p in [*(fresh or {}).values(), *([spacer] if spacer else [])]:
-                        p.free()
+                    self._free([*(fresh or {}).values(), *([spacer] if spacer else [])])
             for i, k in enumerate(ks):
                 if k is not None:
                     out[i]["time_ms"], out[i]["cycles"] = stats(times[i]), stats(cycles_[i])
             return out
         finally:
-            for p in bufs.values():
-                try:
-                    p.free()
-                except self.drv.Error:
-                    pass
+            self._free(bufs.values())
 
     def _time_samples(self, k: _Kernel, args: list, cfg: MeasureConfig, reps: int, warmup: int) -> list[float]:
         drv = self.drv
@@ -378,8 +378,5 @@ class GpuRunner:
                 maxima.extend(self._rowmax(n * per, buf=buf, n=n, cols=spec.threads).tolist())
                 left -= n
         finally:
-            try:
-                buf.free()
-            except self.drv.Error:
-                pass
+            self._free([buf])
         return maxima
