@@ -9,7 +9,7 @@ from chronos.stages.confirm import summarize
 
 
 def _cand(actions, labels, cycles, valid=True):
-    return {"actions": actions, "labels": labels, "valid": valid,
+    return {"actions": actions, "labels": labels, "valid": valid, "variant": hash(tuple(actions)) % 1000,
             "cycles": {"median": cycles, "iqr": 10.0, "n": 200} if valid else None}
 
 
@@ -49,3 +49,11 @@ def test_a_kernel_without_a_measured_baseline_is_an_error_row():
     data = {"provenance": {}, "kernels": [{"kernel": "k", "candidates": [_cand([], ["baseline"], 1.0, valid=False)]}]}
     out = summarize(data, heldout=set(), policy={})
     assert out["kernels"][0]["error"] == "baseline not measured" and out["summary"]["all"]["kernels"] == 0
+
+
+def test_the_policy_is_confirmed_by_its_sass_variant_when_its_set_was_not_measured():
+    policy = {"gemm_tile(4,4,4)": ["vec_ld", "maxnreg_255"]}  # same SASS as vec_ld alone
+    same = {("gemm_tile(4,4,4)", ("vec_ld", "maxnreg_255")): hash(("vec_ld",)) % 1000}
+    out = summarize(DATA, set(), policy, variant_of=lambda k, acts: same.get((k, tuple(acts))))
+    assert out["kernels"][1]["policy"]["actions"] == ["vec_ld"] and out["kernels"][1]["policy"]["change"] == -0.5
+    assert summarize(DATA, set(), policy)["kernels"][1]["policy"] is None  # no atlas: the set itself was not measured

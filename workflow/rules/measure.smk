@@ -119,6 +119,7 @@ rule search_triton:
 rule confirm:
     input:
         "data/confirm/gemm_tile.json",
+        "data/store/atlas.sqlite",
         "reports/training_result.json",
         "src/chronos/stages/confirm.py",
     output:

@@ -13,7 +13,9 @@ policy's final sets, deduplicated by SASS variant, and measures them together wi
 `GpuRunner.measure_rounds` (bit-exact verification, then `confirm.rounds` interleaved rounds on one set of
 buffers). Without `--measure` it summarises the committed data: per split, the mean cycle change of each
 contender, the confirmed oracle (the best confirmed candidate) and the policy's share of its mean log-gain.
-A contender whose set was not among the measured candidates (a policy retrained since) is `unconfirmed`.
+The policy's set counts as confirmed when a measured candidate has its SASS (the atlas's variant of that
+set: a `.maxnreg 255` ptxas never needed changes nothing), else it is `unconfirmed` (a policy retrained
+since the measurement).
 """
 
 from __future__ import annotations
@@ -105,7 +107,8 @@ def measure(args, params: dict) -> dict:
             "kernels": kernels}
 
 
-def summarize(data: dict, heldout: set[str], policy: dict[str, list[str]], min_gain: float = 0.005) -> dict:
+def summarize(data: dict, heldout: set[str], policy: dict[str, list[str]], min_gain: float = 0.005,
+              variant_of=None) -> dict:
     """Per split: mean cycle change of each contender and of the confirmed oracle; the policy's share of
     the confirmed oracle's mean log-gain; kernels where a contender is unconfirmed are counted, not guessed.
     `kernels_beating_fixed_set`: kernels whose best confirmed candidate is clearly faster than the best fixed
@@ -129,11 +132,11 @@ def summarize(data: dict, heldout: set[str], policy: dict[str, list[str]], min_g
                                           and 1 - o["median"] / f["median"] >= min_gain)
         for who in CONTENDERS:
             c = next((c for c in ok if who in c["labels"]), None)
-            if who == "policy":  # the committed policy's set, wherever it was measured from
-                want = mask_of(policy.get(k["kernel"], ())) if k["kernel"] in policy else None
-                c = next((c for c in ok if mask_of(c["actions"]) == want), c) if want is not None else c
-                if c is not None and want is not None and mask_of(c["actions"]) != want:
-                    c = None
+            if who == "policy" and k["kernel"] in policy:  # the committed policy's set: the candidate with
+                acts = policy[k["kernel"]]                      # its SASS (atlas variant) or, lacking one, its set
+                v = variant_of(k["kernel"], acts) if variant_of else None
+                c = next((c for c in ok if (c.get("variant") == v if v is not None
+                                            else mask_of(c["actions"]) == mask_of(acts))), None)
             row[who] = None if c is None else {"actions": c["actions"], "change": c["cycles"]["median"] / b - 1,
                                                "iqr": c["cycles"]["iqr"] / b}
         per_kernel.append(row)
@@ -182,7 +185,15 @@ def main(argv: list[str] | None = None) -> int:
     heldout = set((params.get("split") or {}).get("heldout_kernels", []))
     policy = {k["kernel"]: k["final_set"] for k in json.loads(args.training.read_text())["kernels"]}
     min_gain = float(((params.get("search") or {}).get("greedy") or {}).get("min_gain", 0.005))
-    out = summarize(json.loads(args.data.read_text()), heldout, policy, min_gain)
+    db = AtlasDB(args.atlas)
+    masks = {}
+
+    def variant_of(kernel: str, actions) -> int | None:  # the atlas's SASS variant of a set
+        if kernel not in masks:
+            masks[kernel] = {m: v for v, ms in db.variant_sets(kernel).items() for m in ms} if db.has(kernel) else {}
+        return masks[kernel].get(mask_of(actions))
+
+    out = summarize(json.loads(args.data.read_text()), heldout, policy, min_gain, variant_of)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(out, indent=1) + "\n")
     print(f"confirm: {json.dumps(out['summary'])}")

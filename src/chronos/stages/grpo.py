@@ -128,8 +128,9 @@ def main(argv: list[str] | None = None) -> int:
         w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         w.writeheader()
         w.writerows(history)
-    tr = summary["train"]["mean_change"]
-    print(f"grpo: best epoch {best_epoch}: train mean change {tr:+.2%} over {len(rows)} kernels -> {a.out_best}")
+    tr, ho = summary["train"], summary["heldout"]
+    print(f"grpo: best epoch {best_epoch} (by the train kernels' mean change): train {tr['mean_change']:+.2%}, "
+          f"held-out {'n/a' if ho['mean_change'] is None else format(ho['mean_change'], '+.2%')} -> {a.out_best}")
     return 0
 
 
