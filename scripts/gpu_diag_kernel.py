@@ -1,7 +1,10 @@
 """Which phase of a measurement faults for one kernel? Each phase runs in its own process (a fault poisons
 the CUDA context). GPU only.
 
-    python scripts/gpu_diag_kernel.py KERNEL [--ptxas PATH]
+    python scripts/gpu_diag_kernel.py KERNEL [--ptxas PATH] [--actions a+b+c] [--repeat N]
+
+With --actions, the variant (the set realised in canonical order, as the pipeline does) instead of the
+baseline; with --repeat, each phase runs N times in its process (a sporadic fault shows up as a rate).
 """
 
 from __future__ import annotations
@@ -24,16 +27,29 @@ def _spec(name: str):
     raise SystemExit(f"no kernel {name}")
 
 
-def phase(name: str, which: str, ptxas: str | None) -> None:
+def phase(name: str, which: str, ptxas: str | None, actions: str = "", repeat: int = 1) -> None:
     from chronos.kernels.spec import ptx_path
+
+    specs_json, spec = _spec(name)
+    ptx = ptx_path(specs_json, spec).read_text()
+    if actions:
+        from chronos.kernels.spec import load_module
+        from chronos.ptx import emit
+        from chronos.search.space import realize
+
+        ptx = emit(realize(load_module(specs_json, spec), tuple(actions.split("+"))))
+    for _ in range(repeat - 1):
+        _phase(spec, ptx, which, ptxas)
+    _phase(spec, ptx, which, ptxas)
+
+
+def _phase(spec, ptx: str, which: str, ptxas: str | None) -> None:
     from chronos.measure.config import MeasureConfig
     from chronos.measure.inputs import stats
     from chronos.measure.instrument import instrument_text
     from chronos.measure.runner import GpuRunner
     from chronos.toolchain import assemble
 
-    specs_json, spec = _spec(name)
-    ptx = ptx_path(specs_json, spec).read_text()
     cfg = MeasureConfig(reps=5, cycle_samples=5, warmup=1)
     r = GpuRunner(0)
     if which == "full_measure":
@@ -84,12 +100,15 @@ def main() -> None:
     ap.add_argument("kernel")
     ap.add_argument("--ptxas")
     ap.add_argument("--phase", choices=PHASES)
+    ap.add_argument("--actions", default="", help="a+b+c: the variant of this action set")
+    ap.add_argument("--repeat", type=int, default=1)
     a = ap.parse_args()
     if a.phase:
-        phase(a.kernel, a.phase, a.ptxas)
+        phase(a.kernel, a.phase, a.ptxas, a.actions, a.repeat)
         return
     for p in PHASES:
-        cmd = [sys.executable, __file__, a.kernel, "--phase", p] + (["--ptxas", a.ptxas] if a.ptxas else [])
+        cmd = [sys.executable, __file__, a.kernel, "--phase", p, "--actions", a.actions, "--repeat", str(a.repeat)] + (
+            ["--ptxas", a.ptxas] if a.ptxas else [])
         r = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=120)
         lines = [ln for ln in (r.stdout + r.stderr).splitlines() if ln.strip() and not ln.startswith("---")]
         print(f"{p}: exit {r.returncode}: " + " | ".join(ln[:300] for ln in lines[-4:]))
