@@ -71,7 +71,7 @@ def render_readme(metrics: dict, table, baseline: dict, random_partial: bool, or
         lines.append(f"BC warm start: train accuracy {metrics['bc_train_acc']:.3f}, held-out accuracy "
                      f"{metrics['bc_heldout_acc']:.3f} (`bc_stats.json`, `figures/bc_curves.png`).")
     if metrics.get("predicted_kernels"):
-        lines.append(f"The BC policy predicts {metrics['predicted_distinct_sequences']} distinct sequences over "
+        lines.append(f"The DA-GRPO policy (`models/checkpoint_best.pt`, CPU inference) predicts {metrics['predicted_distinct_sequences']} distinct sequences over "
                      f"{metrics['predicted_kernels']} gemm_tile kernels (`predictions.json`).")
     for split in ("train", "heldout"):
         if metrics.get(f"{split}_kernels"):
