@@ -191,8 +191,7 @@ class WorkerPool:
         `worker_of`, a job goes to worker `worker_of(job) % len(workers)` (its GPU) instead of the first
         free one."""
         n = len(self.workers)
-        shared: queue.Queue = queue.Queue(maxsize=2 * n)
-        queues = [queue.Queue(maxsize=2) for _ in range(n)] if worker_of else [shared] * n
+        queues = [queue.Queue(maxsize=2) for _ in range(n)] if worker_of else [queue.Queue(maxsize=2 * n)] * n
         errors: list[BaseException] = []
 
         def serve(w: WorkerHandle, q: queue.Queue) -> None:
@@ -215,7 +214,7 @@ class WorkerPool:
                     break
                 queues[worker_of(job) % n if worker_of else 0].put(job)
         finally:
-            for q in queues:
+            for q in queues:  # one stop per worker (the shared queue gets n)
                 q.put(None)
             for t in threads:
                 t.join()

@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from chronos.actions import ACTION_NAMES, STOP
+from chronos.rl.grpo import split_obs
 
 
 def policy_beam(space, policy, k: int, max_steps: int, width: int | None = None) -> list[tuple[tuple[str, ...], float]]:
@@ -29,9 +30,8 @@ def policy_beam(space, policy, k: int, max_steps: int, width: int | None = None)
             break
         keys = list(live)
         obs = torch.from_numpy(np.stack([space.obs(key) for key in keys]))
-        nf, na = policy.n_features, policy.n_actions
         with torch.no_grad():
-            logp = torch.log_softmax(policy(obs[:, :nf], obs[:, nf:nf + na], obs[:, nf + na:]), -1).numpy()
+            logp = torch.log_softmax(policy(*split_obs(obs)), -1).numpy()
         nxt: dict[tuple[str, ...], float] = {}
         for key, row in zip(keys, logp, strict=True):
             base = live[key]

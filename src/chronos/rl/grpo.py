@@ -126,7 +126,7 @@ class Rollout:
         return [ACTION_NAMES[a] for a in self.actions if a != STOP]
 
 
-def _split(obs: torch.Tensor):
+def split_obs(obs: torch.Tensor):
     return obs[:, :NUM_FEATURES], obs[:, NUM_FEATURES:NUM_FEATURES + NUM_ACTIONS], obs[:, NUM_FEATURES + NUM_ACTIONS:]
 
 
@@ -139,8 +139,8 @@ def run_rollouts(env: TransformEnv, rollouts: list[Rollout], policy: TransformPo
             break
         obs = torch.from_numpy(np.stack([env.space(r.kernel).obs(r.key) for r in active]))
         with torch.no_grad():
-            logits = policy(*_split(obs))
-            ref_logits = reference(*_split(obs)) if any(r.mode == "anchor" for r in active) else logits
+            logits = policy(*split_obs(obs))
+            ref_logits = reference(*split_obs(obs)) if any(r.mode == "anchor" for r in active) else logits
             sampled = torch.multinomial(torch.softmax(logits / temp, -1), 1, generator=gen).squeeze(1)
             ref_sampled = torch.multinomial(torch.softmax(ref_logits / temp, -1), 1, generator=gen).squeeze(1)
         greedy, ref_greedy = logits.argmax(-1), ref_logits.argmax(-1)
@@ -214,7 +214,7 @@ def advantages(groups: list[list[float]]) -> list[list[float]]:
 
 def grpo_loss(policy: TransformPolicy, obs, actions, adv, old_logp, ref_logp_all, clip_eps: float, beta: float):
     """(loss, surrogate, kl, clip fraction) for a batch of decisions."""
-    logits = policy(*_split(obs))
+    logits = policy(*split_obs(obs))
     allowed = logits > torch.finfo(torch.float32).min  # what the mask (plus stop) allows
     logp_all = torch.log_softmax(logits, -1)
     logp = logp_all.gather(1, actions[:, None]).squeeze(1)
@@ -277,8 +277,8 @@ def train_grpo(policy: TransformPolicy, reference: TransformPolicy, env: Transfo
         obs_t = torch.from_numpy(np.stack(obs))
         acts_t, adv_t = torch.tensor(acts), torch.tensor(advs, dtype=torch.float32)
         with torch.no_grad():
-            old_logp = torch.log_softmax(policy(*_split(obs_t)), -1).gather(1, acts_t[:, None]).squeeze(1)
-            ref_logp_all = torch.log_softmax(reference(*_split(obs_t)), -1)
+            old_logp = torch.log_softmax(policy(*split_obs(obs_t)), -1).gather(1, acts_t[:, None]).squeeze(1)
+            ref_logp_all = torch.log_softmax(reference(*split_obs(obs_t)), -1)
         for _ in range(args.update_iters):
             loss, surr, kl, clip_frac = grpo_loss(policy, obs_t, acts_t, adv_t, old_logp, ref_logp_all,
                                                   args.clip_eps, args.beta)

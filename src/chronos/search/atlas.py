@@ -246,6 +246,10 @@ class AtlasDB:
             out.setdefault(v, []).append(m)
         return out
 
+    def set_variants(self, kernel: str) -> dict[int, int]:
+        """mask of every set -> its variant (the inverse of variant_sets)."""
+        return dict(self.db.execute("SELECT mask, variant FROM sets WHERE kernel_id = ?", (self._need(kernel),)))
+
     def _need(self, kernel: str) -> int:
         kid = self.kernel_id(kernel)
         if kid is None:

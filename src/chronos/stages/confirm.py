@@ -31,6 +31,7 @@ from pathlib import Path
 import yaml
 
 from chronos.search.atlas import AtlasDB, mask_of
+from chronos.search.base import Outcome, clearly_faster
 
 CONTENDERS = ("fixed", "greedy", "policy")
 
@@ -38,20 +39,21 @@ CONTENDERS = ("fixed", "greedy", "policy")
 def _sets_by_source(kernel: str, db: AtlasDB, top: int, fixed: tuple, greedy: dict, policy: dict) -> dict:
     """variant id -> {"actions", "labels"}: the baseline, the atlas's top-N and the contenders' sets."""
     measured = db.measured(kernel)
-    by_mask = {m: v for v, ms in db.variant_sets(kernel).items() for m in ms}
+    by_mask = db.set_variants(kernel)
     reps = dict(db.representatives(kernel))
     out: dict[int, dict] = {}
 
-    def add(actions, label):
-        v = by_mask.get(mask_of(actions)) if actions else by_mask.get(0)
-        if v is None:
-            return
-        out.setdefault(v, {"actions": list(reps[v]), "labels": []})["labels"].append(label)
+    def label(v, name):
+        out.setdefault(v, {"actions": list(reps[v]), "labels": []})["labels"].append(name)
+
+    def add(actions, name):
+        if (v := by_mask.get(mask_of(actions))) is not None:
+            label(v, name)
 
     add((), "baseline")
     ranked = sorted((m["cycles_median"], v) for v, m in measured.items() if m["valid"] and m["cycles_median"])
     for i, (_, v) in enumerate(ranked[:top]):
-        out.setdefault(v, {"actions": list(reps[v]), "labels": []})["labels"].append(f"atlas_top{i + 1}")
+        label(v, f"atlas_top{i + 1}")
     add(fixed, "fixed")
     add(tuple(greedy.get(kernel, ())), "greedy")
     add(tuple(policy.get(kernel, ())), "policy")
@@ -107,6 +109,10 @@ def measure(args, params: dict) -> dict:
             "kernels": kernels}
 
 
+def _outcome(c: dict) -> Outcome:
+    return Outcome(tuple(c["actions"]), c["valid"], cycles=c["cycles"]["median"], cycles_iqr=c["cycles"]["iqr"])
+
+
 def summarize(data: dict, heldout: set[str], policy: dict[str, list[str]], min_gain: float = 0.005,
               variant_of=None) -> dict:
     """Per split: mean cycle change of each contender and of the confirmed oracle; the policy's share of
@@ -126,10 +132,8 @@ def summarize(data: dict, heldout: set[str], policy: dict[str, list[str]], min_g
         row["oracle"] = {"actions": best["actions"], "change": best["cycles"]["median"] / b - 1,
                          "iqr": best["cycles"]["iqr"] / b}
         fixed = next((c for c in ok if "fixed" in c["labels"]), None)
-        if fixed is not None:  # does this kernel need a set of its own? (IQR bands apart, >= min_gain)
-            f, o = fixed["cycles"], best["cycles"]
-            row["beats_fixed_set"] = bool(o["median"] + o["iqr"] / 2 < f["median"] - f["iqr"] / 2
-                                          and 1 - o["median"] / f["median"] >= min_gain)
+        if fixed is not None:  # does this kernel need a set of its own? (the search's own test of a gain)
+            row["beats_fixed_set"] = clearly_faster(_outcome(best), _outcome(fixed), min_gain)
         for who in CONTENDERS:
             c = next((c for c in ok if who in c["labels"]), None)
             if who == "policy" and k["kernel"] in policy:  # the committed policy's set: the candidate with
@@ -190,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def variant_of(kernel: str, actions) -> int | None:  # the atlas's SASS variant of a set
         if kernel not in masks:
-            masks[kernel] = {m: v for v, ms in db.variant_sets(kernel).items() for m in ms} if db.has(kernel) else {}
+            masks[kernel] = db.set_variants(kernel) if db.has(kernel) else {}
         return masks[kernel].get(mask_of(actions))
 
     out = summarize(json.loads(args.data.read_text()), heldout, policy, min_gain, variant_of)

@@ -71,7 +71,8 @@ def render_readme(metrics: dict, table, baseline: dict, random_partial: bool, or
         lines.append(f"BC warm start: train accuracy {metrics['bc_train_acc']:.3f}, held-out accuracy "
                      f"{metrics['bc_heldout_acc']:.3f} (`bc_stats.json`, `figures/bc_curves.png`).")
     if metrics.get("predicted_kernels"):
-        lines.append(f"The DA-GRPO policy (`models/checkpoint_best.pt`, CPU inference) predicts {metrics['predicted_distinct_sequences']} distinct sequences over "
+        lines.append(f"The DA-GRPO policy (`models/checkpoint_best.pt`, CPU inference) predicts "
+                     f"{metrics['predicted_distinct_sequences']} distinct sequences over "
                      f"{metrics['predicted_kernels']} gemm_tile kernels (`predictions.json`).")
     for split in ("train", "heldout"):
         if metrics.get(f"{split}_kernels"):
@@ -150,11 +151,12 @@ def main(argv: list[str] | None = None) -> int:
     bc_curves(bc["history"], r / "figures" / "bc_curves.png")
     if (r / "grpo_curves.csv").is_file():
         grpo_curves(r / "grpo_curves.csv", r / "figures" / "grpo_curves.png")
-    tri = r / "measure_triton_results.json"
+    def load(name: str) -> dict | None:
+        return json.loads((r / name).read_text()) if (r / name).is_file() else None
+
+    tri, search = r / "measure_triton_results.json", load("triton_search.json")
     if tri.is_file():
-        search = r / "triton_search.json"
-        triton_bars(json.loads(tri.read_text())["kernels"],
-                    json.loads(search.read_text()) if search.is_file() else None, r / "figures" / "triton_results.png")
+        triton_bars(json.loads(tri.read_text())["kernels"], search, r / "figures" / "triton_results.png")
     confirm = r / "confirm.json"
     metrics = summary_metrics(table, r / "bc_stats.json", r / "predictions.json", r / "baseline.json", tri,
                               confirm if confirm.is_file() else None)
@@ -162,10 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     baseline = json.loads((r / "baseline.json").read_text())
     rnd = r / "random_results.json"
     partial = rnd.is_file() and json.loads(rnd.read_text()).get("provenance", {}).get("partial", False)
-    oracle, search = r / "oracle.json", r / "triton_search.json"
-    (r / "README.md").write_text(render_readme(
-        metrics, table, baseline, partial, json.loads(oracle.read_text()) if oracle.is_file() else None,
-        json.loads(search.read_text()) if search.is_file() else None))
+    (r / "README.md").write_text(render_readme(metrics, table, baseline, partial, load("oracle.json"), search))
     print(f"report: {json.dumps(metrics)}")
     return 0
 
