@@ -22,11 +22,12 @@ from pathlib import Path
 
 import numpy as np
 
+from chronos.config import load as load_config
 from chronos.measure.backend import GpuBackend
-from chronos.search.atlas import AtlasDB
-from chronos.stages.atlas import measure_missing
-from chronos.stages.baseline import load_measure_params
-from chronos.stages.common import kernels_of
+from chronos.search.atlas_measure import measure_missing
+from chronos.search.atlas_plan import AtlasDB
+from chronos.search.runs import kernels_of
+from chronos.search.space import realize_recipe
 
 
 def rel_diffs(a: dict, b: dict, key: str) -> np.ndarray:
@@ -42,7 +43,7 @@ def main() -> int:
     ap.add_argument("--kernel", required=True, help="regex on kernel names (kernels already measured)")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
-    _, cfg = load_measure_params(args.params)
+    cfg = load_config(args.params).measure
     first = AtlasDB(args.atlas)
     selected = [t for t in kernels_of(args.kernels, ["gemm_tile"], args.kernel) if first.has(t[2].kernel)]
     before = {s.kernel: first.measured(s.kernel) for _, _, s in selected}
@@ -53,7 +54,7 @@ def main() -> int:
         db.executemany("DELETE FROM measured WHERE kernel_id = ?", [(i,) for i in ids])
     second = AtlasDB(tmp)
     t0 = time.perf_counter()
-    with GpuBackend(tmp.parent / "scratch.sqlite", cfg) as backend:
+    with GpuBackend(tmp.parent / "scratch.sqlite", cfg, realize=realize_recipe) as backend:
         measure_missing(second, selected, backend)
         prov = backend.provenance()
     wall = time.perf_counter() - t0

@@ -62,7 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     med, q1, q3 = timed(predict_once, reps)
     verdict = "ok" if med <= TARGET_MS else f"OVER {TARGET_MS:g} ms target"
-    rows.append((f"parse+features+forward gemm_tile(8,8,8), {len(ptx.splitlines())} lines", med, q3 - q1, verdict))
+    name = f"parse+features+forward gemm_tile(8,8,8), {len(ptx.splitlines())} lines"
+    rows.append((name, med, q3 - q1, verdict))
 
     # The pieces, to see where the time goes.
     module = parse(ptx)

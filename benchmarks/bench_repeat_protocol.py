@@ -77,7 +77,8 @@ def compile_all(selected, n_variants: int, seed: int, ptxas: str | None, arch: s
     from chronos.kernels.spec import load_module
     from chronos.measure.backend import compile_variant
     from chronos.ptx import emit
-    from chronos.search.atlas import AtlasDB
+    from chronos.search.atlas_plan import AtlasDB
+    from chronos.search.space import realize_recipe
 
     db = AtlasDB(Path("data/store/atlas.sqlite"))
     jobs = []
@@ -91,15 +92,16 @@ def compile_all(selected, n_variants: int, seed: int, ptxas: str | None, arch: s
     with cf.ProcessPoolExecutor(max_workers=os.cpu_count()) as ex:
         for spec, root, sets, specs_json in jobs:
             futs = [ex.submit(compile_variant, root if not acts else "", spec, arch, ptxas, True,
-                              None if not acts else ((specs_json, spec.entry), acts)) for acts in sets]
+                              None if not acts else ((specs_json, spec.entry), acts), realize_recipe)
+                    for acts in sets]
             out.append((spec, sets, [f.result() for f in futs]))
     return out
 
 
 def run(args) -> dict:
-    from chronos.measure.config import MeasureConfig
+    from chronos.config import MeasureConfig
     from chronos.measure.runner import GpuRunner
-    from chronos.stages.common import kernels_of
+    from chronos.search.runs import kernels_of
 
     cfg = MeasureConfig()
     selected = list(kernels_of(Path("data/kernels"), ["gemm_tile"], args.kernel))

@@ -23,13 +23,20 @@ from pathlib import Path
 import torch
 
 from chronos.actions import ACTION_NAMES, STOP, get_action_history
+from chronos.config import BCConfig, GRPOConfig
+from chronos.kernels.spec import load_module, load_specs
 from chronos.measure.store import Record
-from chronos.rl.bc import BCArgs, train_bc
+from chronos.rl.bc import train_bc
 from chronos.rl.env import TransformEnv
-from chronos.rl.grpo import GRPOArgs, train_grpo
-from chronos.stages.grpo import load_env_kernels
+from chronos.rl.grpo import train_grpo
 
 KERNELS = Path("data/kernels/gemm_tile")
+
+
+def load_kernels(kernels_dir: Path) -> dict:
+    """name -> (KernelSpec, root Module) for every spec in kernels_dir/specs.json."""
+    specs_json = kernels_dir / "specs.json"
+    return {s.kernel: (s, load_module(specs_json, s)) for s in load_specs(specs_json)}
 
 
 def _u(*parts) -> float:
@@ -86,24 +93,25 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     torch.set_num_threads(max(1, min(4, torch.get_num_threads())))
     print("NOTE: cycles come from a made-up STAND-IN cost model, used only to time the training loop.")
+    cfg = GRPOConfig(epochs=a.grpo_epochs, log_interval=max(1, a.grpo_epochs // 10))
     t0 = time.perf_counter()
-    env = TransformEnv(load_env_kernels(KERNELS), StandInReplay())
+    env = TransformEnv(load_kernels(KERNELS), StandInReplay(), cfg.env)
     demos = teacher_demos(env)
     t_demos = time.perf_counter() - t0
-    print(f"{len(env.names)} kernels, {len(demos)} stand-in demonstrations ({t_demos:.1f} s, not part of the schedule)")
+    print(f"{len(env.names)} kernels, {len(demos)} stand-in demonstrations ({t_demos:.1f} s, "
+          "not part of the schedule)")
 
     t1 = time.perf_counter()
-    policy, stats = train_bc(demos, BCArgs(epochs=a.bc_epochs))
+    policy, stats = train_bc(demos, BCConfig(epochs=a.bc_epochs))
     t_bc = time.perf_counter() - t1
     print(f"BC {a.bc_epochs} epochs: {t_bc:.1f} s")
 
     held = stats["heldout_kernels"]
-    args = GRPOArgs(epochs=a.grpo_epochs, heldout_kernels=held, log_interval=max(1, a.grpo_epochs // 10))
     prof = cProfile.Profile() if a.profile else None
     t2 = time.perf_counter()
     if prof:
         prof.enable()
-    train_grpo(policy, policy, env, args)
+    train_grpo(policy, policy, env, cfg, heldout_kernels=held)
     if prof:
         prof.disable()
         pstats.Stats(prof).sort_stats("cumulative").print_stats(25)
@@ -114,8 +122,10 @@ def main(argv: list[str] | None = None) -> int:
            "total_s": total, "projected_full_s": t_bc * 50 / a.bc_epochs + t_grpo * 450 / a.grpo_epochs,
            "states_cached": sets, "variants_measured": env.backend.variants, "target_s": 900,
            "cost_model": "stand-in (made-up), timing only"}
-    print(f"GRPO {a.grpo_epochs} epochs: {t_grpo:.1f} s; {sets} states cached, {env.backend.variants} variants")
-    print(f"total {total:.1f} s; projected full schedule {out['projected_full_s'] / 60:.1f} min (target 15 min)")
+    print(f"GRPO {a.grpo_epochs} epochs: {t_grpo:.1f} s; {sets} states cached, "
+          f"{env.backend.variants} variants")
+    print(f"total {total:.1f} s; projected full schedule {out['projected_full_s'] / 60:.1f} min "
+          "(target 15 min)")
     if a.grpo_epochs != 450:
         print("(projection scales the measured epochs linearly; caches fill early, so it overestimates)")
     if a.json:

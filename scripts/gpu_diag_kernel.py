@@ -44,7 +44,7 @@ def phase(name: str, which: str, ptxas: str | None, actions: str = "", repeat: i
 
 
 def _phase(spec, ptx: str, which: str, ptxas: str | None) -> None:
-    from chronos.measure.config import MeasureConfig
+    from chronos.config import MeasureConfig
     from chronos.measure.inputs import stats
     from chronos.measure.instrument import instrument_text
     from chronos.measure.runner import GpuRunner

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from chronos.kernels.spec import load_module, load_specs
-from chronos.measure.config import MeasureConfig
+from chronos.config import MeasureConfig
 from chronos.measure.instrument import instrument_text
 from chronos.measure.runner import GpuRunner
 from chronos.ptx import emit

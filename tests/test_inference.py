@@ -6,19 +6,25 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
-from chronos.errors import CheckpointError
+from chronos.errors import CheckpointError, ChronosError
 from chronos.inference import (
     ACTION_NAMES,
+    CHECKPOINT_FORMAT,
     TransformPolicy,
+    get_action_history,
+    get_action_mask,
     load_model,
     main,
     predict_transforms,
     save_checkpoint,
 )
 from chronos.kernels.gemm_tile import gemm_tile_ptx
+from chronos.ptx import parse
+from chronos.rl.decode import greedy_decode
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -41,7 +47,7 @@ def ckpt(tmp_path):
 
 def test_round_trip_weights_only(ckpt):
     raw = torch.load(ckpt, map_location="cpu", weights_only=True)
-    assert raw["format"] == "chronos-policy-v1" and raw["hidden"] == 128 and "policy" in raw
+    assert raw["format"] == CHECKPOINT_FORMAT and raw["hidden"] == 128 and "policy" in raw and raw["sha256"]
     model = load_model(ckpt)
     assert not model.training
     assert model.metadata == {"epoch": 3, "note": "untrained test policy", "scores": [1.0, 2.5],
@@ -115,18 +121,47 @@ def test_predict_transforms(ckpt):
     assert actions == predict_transforms(model, gemm_tile_ptx(4, 6, 8))
 
 
-def test_predict_uses_legal_fn(ckpt):
+def test_predict_on_text_and_module_alike_and_with_ptxas(ckpt, ptxas):
     model = load_model(ckpt)
-    calls = []
+    text = gemm_tile_ptx(2, 4, 6)
+    plain = predict_transforms(model, text)
+    assert predict_transforms(model, parse(text)) == plain
+    checked = predict_transforms(model, text, ptxas_legality=True)
+    assert len(checked) <= 6 and all(a in ACTION_NAMES for a in checked)
+    assert predict_transforms(model, text, max_steps=0) == []
 
-    def legal(subject, applied):
-        calls.append(applied)
-        return ["vec_st"] if not applied else []
 
-    actions = predict_transforms(model, gemm_tile_ptx(2, 2, 2), legal_fn=legal)
-    assert actions in ([], ["vec_st"])
-    assert calls and calls[0] == frozenset()
-    assert predict_transforms(model, gemm_tile_ptx(2, 2, 2), legal_fn=lambda s, a: []) == []
+@pytest.mark.parametrize("bad, match", [
+    (b".version 8.0", r"PTX source text \(str\).*got bytes \(decode it first"),
+    (None, "got NoneType"),
+    (3, "got int"),
+])
+def test_predict_refuses_what_is_not_ptx(ckpt, bad, match):
+    # audit: bytes/None/int raised a bare AttributeError from deep inside
+    with pytest.raises(ChronosError, match=match):
+        predict_transforms(load_model(ckpt), bad)
+
+
+def test_predict_refuses_what_is_not_a_model(ckpt):
+    with pytest.raises(ChronosError, match="model must be a TransformPolicy"):
+        predict_transforms(str(ckpt), gemm_tile_ptx(2, 2, 2))
+
+
+class SeedLoop:
+    """The seed's Programmatic Usage as a decoder space: fixed features, conflicts-only masks."""
+
+    def __init__(self, features):
+        self.features = np.asarray(features, dtype=np.float32)
+
+    def mask(self, key):
+        return np.asarray(get_action_mask(key), dtype=np.float32)
+
+    def obs(self, key):
+        return np.concatenate([self.features, self.mask(key),
+                               np.asarray(get_action_history(key), dtype=np.float32)])
+
+    def child(self, key, action):
+        return (*key, action)
 
 
 def seed_snippet(name):
@@ -171,7 +206,7 @@ def seed_snippet(name):
                 break
             print ( f"Step { step + 1 } : apply { action } " )
             applied . add ( action )
-    """
+    """  # noqa: E501 -- the seed's example, verbatim
     return textwrap.dedent({"quick": quick, "programmatic": programmatic}[name])
 
 
@@ -185,9 +220,11 @@ def test_seed_quick_start_and_programmatic_usage(ckpt, monkeypatch, capsys):
     assert ns["actions"] == predict_transforms(load_model(ckpt), ptx)
     ns2: dict = {}
     exec(compile(seed_snippet("programmatic"), "programmatic_usage", "exec"), ns2)  # noqa: S102
-    # Same greedy policy, same features, conflicts-only masks: the step-by-step loop agrees with
-    # predict_transforms when no legality oracle is installed.
-    expected = predict_transforms(load_model(ckpt), ptx, legal_fn=lambda s, a: None)
+    # The seed's loop keeps the first features and masks only conflicts: the shared decoder reproduces it
+    # when given that loop as its space.
+    from chronos.features import extract_features_from_ptx
+
+    expected = greedy_decode([SeedLoop(extract_features_from_ptx(ptx))], load_model(ckpt), 6)[0].sequence
     assert sorted(ns2["applied"]) == sorted(expected)
     out = capsys.readouterr().out
     assert out.count("apply") == len(ns2["applied"])

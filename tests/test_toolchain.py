@@ -6,6 +6,7 @@ import os
 import shlex
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -101,8 +102,8 @@ def test_search_order(isolated, monkeypatch, tmp_path):
     isolated["nvidia"] = [tmp_path / "nvidia"]
     monkeypatch.setenv("CUDA_HOME", str(tmp_path / "cuda"))
     monkeypatch.setenv("PATH", str(on_path.parent))
-    expected = [("triton wheel", triton), ("nvidia-cuda-nvcc wheel", cu13), ("nvidia-cuda-nvcc-cu12 wheel", cu12),
-                ("CUDA_HOME", cuda_home), ("PATH", on_path)]
+    expected = [("triton wheel", triton), ("nvidia-cuda-nvcc wheel", cu13),
+                ("nvidia-cuda-nvcc-cu12 wheel", cu12), ("CUDA_HOME", cuda_home), ("PATH", on_path)]
     for source, path in expected:
         assert find_ptxas_with_source() == (source, path)
         path.unlink()  # the next one in line takes over
@@ -183,6 +184,34 @@ def test_failing_ptxas_binary(tmp_path):
     assert str(fake) in ei.value.repro
 
 
+def test_repro_copies_are_bounded(monkeypatch, tmp_path):
+    # issue #11: every refusal used to leave a copy in $TMP/chronos-repro forever
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    monkeypatch.setattr(toolchain, "REPRO_KEEP_FILES", 3)
+    fake = fake_ptxas(tmp_path / "bin", 'echo "ptxas fatal   : refused" >&2; exit 1')
+    saved = []
+    for i in range(6):
+        with pytest.raises(PtxasError) as ei:
+            assemble(f"{TINY}// variant {i}\n", "sm_90", ptxas=fake)
+        saved.append(Path(next(a for a in shlex.split(ei.value.repro) if a.endswith(".ptx"))))
+        assert saved[-1].read_text().endswith(f"// variant {i}\n")  # the newest copy is always kept
+        os.utime(saved[-1], ns=(i * 10**9, i * 10**9))  # distinct ages, oldest first
+    assert sorted((tmp_path / "tmp" / "chronos-repro").iterdir()) == sorted(saved[-3:])
+
+
+def test_prune_repros_caps_bytes_and_keeps_the_new_file(tmp_path):
+    files = []
+    for i in range(5):
+        f = tmp_path / f"{i}.ptx"
+        f.write_bytes(b"x" * 100)
+        os.utime(f, ns=(i * 10**9, i * 10**9))
+        files.append(f)
+    deleted = toolchain.prune_repros(tmp_path, keep=files[0], max_files=10, max_bytes=300)
+    assert sorted(deleted) == files[1:3]  # files[0] stays although oldest; then the two newest fit
+    assert sorted(tmp_path.iterdir()) == [files[0], *files[3:]]
+    assert sorted(toolchain.prune_repros(tmp_path, max_files=1, max_bytes=10**6)) == [files[0], files[3]]
+
+
 def test_bad_arguments_rejected_before_running():
     with pytest.raises(ToolchainError, match="arch"):
         assemble(TINY, "sm90; rm -rf /")
@@ -203,7 +232,8 @@ ptxas info    : Used 255 registers, used 1 barriers, 4096 bytes smem, 400 bytes 
     res = parse_ptxas_log(log)
     assert set(res) == {"k"}
     k = res["k"]
-    assert (k.registers, k.spill_stores, k.spill_loads, k.shared_bytes, k.stack_frame) == (255, 12, 20, 4096, 16)
+    got = (k.registers, k.spill_stores, k.spill_loads, k.shared_bytes, k.stack_frame)
+    assert got == (255, 12, 20, 4096, 16)
 
 
 # ---------------------------------------------------------------- ELF

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 
 class ChronosError(Exception):
     """Base of every error Chronos raises on purpose."""
@@ -57,3 +59,81 @@ class IllegalActionError(ChronosError):
         self.kernel = kernel
         where = f" on {kernel}" if kernel else ""
         super().__init__(f"{action} is illegal{where}: {reason}", repro=repro)
+
+
+class MeasureError(ChronosError):
+    """Base of the measurement layer's errors."""
+
+
+class ConfigError(ChronosError):
+    """params.yaml (or a config block given in code) has an unknown key, a wrong type or a bad value."""
+
+
+class NotApplicable(ChronosError):
+    """Raised inside a transform when it cannot change the kernel legally; carries the reason."""
+
+
+class SpecError(ChronosError):
+    """A malformed or inconsistent kernel spec."""
+
+
+class AtlasError(ChronosError):
+    """The atlas plan is missing, incomplete, or disagrees with the current transforms."""
+
+
+class TrainingDivergedError(ChronosError):
+    """The policy's loss or weights stopped being finite: the step size is too large for this problem."""
+
+    def __init__(self, epoch: int, what: str):
+        super().__init__(f"GRPO diverged at epoch {epoch}: {what}; lower grpo.lr or grpo.update_iters "
+                         "(params.yaml) and rerun", repro="dvc exp run -S grpo.lr=0.0003")
+        self.epoch = epoch
+
+
+class PoolError(MeasureError):
+    """Workers cannot be started (no GPU, no pycuda, a broken environment)."""
+
+
+class WorkerTimeout(MeasureError):
+    """A worker did not answer in time."""
+
+
+class WorkerDied(MeasureError):
+    """A worker exited or broke the protocol."""
+
+
+class MeasurementMissError(MeasureError):
+    """The replay store holds no measurement for a requested variant."""
+
+    def __init__(self, kernel: str, actions: tuple[str, ...], ptx_sha256: str, config_hash: str, store: Path):
+        self.kernel, self.actions, self.ptx_sha256 = kernel, actions, ptx_sha256
+        acts = "+".join(actions) if actions else "(baseline, no actions)"
+        super().__init__(
+            f"no measurement in {store} for kernel {kernel}, actions {acts}, ptx sha256 {ptx_sha256}, "
+            f"measure config {config_hash}; measure it on a GPU machine (measure.backend: gpu) and commit the store",
+            repro=f"python -m chronos.stages.baseline --backend gpu --store {store}")
+
+
+class CudaFault(MeasureError):
+    """A CUDA error while running a variant. `name` is the CUDA error name; sticky => context is gone."""
+
+    def __init__(self, name: str, message: str, *, sticky: bool):
+        super().__init__(f"{name}: {message}")
+        self.name = name
+        self.sticky = sticky
+
+
+class InstrumentError(MeasureError):
+    """The kernel cannot be instrumented (no such entry, no body)."""
+
+
+class StoreError(MeasureError):
+    """The store cannot be opened or written."""
+
+
+class SearchError(ChronosError):
+    """A search cannot run on a kernel (its baseline is invalid, no legal action, a bad strategy)."""
+
+
+class TrainingError(ChronosError):
+    """Training or rollout data that the learner cannot use (no kernels, masks that forbid the target)."""

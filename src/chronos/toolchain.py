@@ -13,6 +13,7 @@ import os
 import re
 import shlex
 import shutil
+import stat
 import struct
 import subprocess
 import tempfile
@@ -146,12 +147,46 @@ def parse_ptxas_log(log: str) -> dict[str, EntryResources]:
 
 
 def _repro_path(ptx: str, sha: str) -> Path:
-    """Keep a copy of PTX that ptxas rejected, so the error's command line can be re-run."""
+    """Keep a copy of PTX that ptxas rejected, so the error's command line can be re-run.
+
+    The directory outlives the process, so every write prunes it to the newest REPRO_KEEP_FILES files
+    and REPRO_KEEP_BYTES bytes: a search that meets many refusals must not fill the temp disk."""
     d = Path(tempfile.gettempdir()) / "chronos-repro"
     d.mkdir(parents=True, exist_ok=True)
     p = d / f"{sha[:16]}.ptx"
     p.write_text(ptx)
+    prune_repros(d, keep=p)
     return p
+
+
+REPRO_KEEP_FILES = 200
+REPRO_KEEP_BYTES = 64 * 2**20
+
+
+def prune_repros(d: Path, *, keep: Path | None = None, max_files: int | None = None,
+                 max_bytes: int | None = None) -> list[Path]:
+    """Delete the oldest files of `d` beyond max_files / max_bytes (module defaults); `keep` always stays.
+    Returns what was deleted. Other processes may prune the same directory at the same time, so files
+    that vanish meanwhile are skipped."""
+    max_files = REPRO_KEEP_FILES if max_files is None else max_files
+    max_bytes = REPRO_KEEP_BYTES if max_bytes is None else max_bytes
+    found = []
+    for f in d.iterdir():
+        try:
+            st = f.stat()
+        except FileNotFoundError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            found.append((f != keep, -st.st_mtime_ns, f.name, st.st_size, f))  # `keep` first, then newest
+    found.sort()
+    count = total = 0
+    deleted = []
+    for _not_keep, _age, _name, size, f in found:
+        count, total = count + 1, total + size
+        if f != keep and (count > max_files or total > max_bytes):
+            f.unlink(missing_ok=True)
+            deleted.append(f)
+    return deleted
 
 
 @functools.lru_cache(maxsize=256)
@@ -197,9 +232,10 @@ def assemble(
     if rc != 0 or not cubin:
         sha = hashlib.sha256(ptx.encode()).hexdigest()
         saved = _repro_path(ptx, sha)
-        repro = shlex.join([exe, f"-arch={arch}", "-v", *extra, str(saved), "-o", str(saved.with_suffix(".cubin"))])
-        first = next((ln.strip() for ln in log.splitlines() if "error" in ln.lower() or "fatal" in ln.lower()),
-                     log.strip().splitlines()[0] if log.strip() else "no output")
+        cubin_path = str(saved.with_suffix(".cubin"))
+        repro = shlex.join([exe, f"-arch={arch}", "-v", *extra, str(saved), "-o", cubin_path])
+        errors = (ln.strip() for ln in log.splitlines() if "error" in ln.lower() or "fatal" in ln.lower())
+        first = next(errors, log.strip().splitlines()[0] if log.strip() else "no output")
         raise PtxasError(f"ptxas failed (exit {rc}) for {arch}: {first}", log=log, repro=repro)
     return PtxasResult(cubin=cubin, entries=parse_ptxas_log(log), log=log, arch=arch, ptxas=exe,
                        argv=(exe, f"-arch={arch}", "-v", *extra))

@@ -4,8 +4,9 @@ import json
 
 import pytest
 
+from chronos.errors import SpecError
 from chronos.kernels.gemm_tile import gemm_tile_spec
-from chronos.kernels.spec import ArgSpec, KernelSpec, SpecError, load_module, load_specs, write_specs
+from chronos.kernels.spec import ArgSpec, KernelSpec, load_module, load_specs, write_specs
 
 
 def test_json_round_trip(tmp_path):

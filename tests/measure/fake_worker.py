@@ -15,8 +15,8 @@ import time
 
 def main() -> None:
     mode = sys.argv[1] if len(sys.argv) > 1 else "ok"
-    print(json.dumps({"hello": {"gpu": "FakeGPU", "driver": "0.0 (CUDA 0.0)", "cc": "0.0", "pid": os.getpid()}}),
-          flush=True)
+    hello = {"gpu": "FakeGPU", "driver": "0.0 (CUDA 0.0)", "cc": "0.0", "pid": os.getpid()}
+    print(json.dumps({"hello": hello}), flush=True)
     for line in sys.stdin:
         req = json.loads(line)
         if req.get("op") == "quit":
@@ -30,15 +30,17 @@ def main() -> None:
         elif how == "badline":
             print("this is not json", flush=True)
         elif how == "fault":
-            print(json.dumps({"id": req["id"], "valid": False, "reason": "fault:CUDA_ERROR_MISALIGNED_ADDRESS",
-                              "log": "misaligned address", "exit": True}), flush=True)
+            print(json.dumps({"id": req["id"], "valid": False,
+                              "reason": "fault:CUDA_ERROR_MISALIGNED_ADDRESS", "log": "misaligned address",
+                              "exit": True}), flush=True)
             os._exit(3)
         elif req.get("op") == "rounds":  # one answer per candidate, cycles from its cubin's hash
             res = [{"valid": True, "reason": "", "log": "",
                     "time_ms": {"median": 0.01, "iqr": 0.001, "n": 48},
                     "cycles": {"median": 1000.0 + int(v[0][:3], 16), "iqr": 10.0, "n": 200}}
                    for v, _ in req["candidates"]]
-            print(json.dumps({"id": req["id"], "valid": True, "reason": "", "log": "", "results": res}), flush=True)
+            print(json.dumps({"id": req["id"], "valid": True, "reason": "", "log": "", "results": res}),
+                  flush=True)
         else:  # varied: cycles depend on the variant's cubin, so that a search has something to find
             cycles = 1000.0 + (int(req["variant"][0][:3], 16) if how == "varied" else 0)
             print(json.dumps({"id": req["id"], "valid": True, "reason": "", "log": "",

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from chronos.config import MeasureConfig
 from chronos.kernels.spec import load_module, load_specs
 from chronos.measure.backend import GpuBackend
-from chronos.measure.config import MeasureConfig, Variant
 from chronos.ptx import emit
 from chronos.transforms import apply_sequence
+from chronos.variant import Variant
 
 pytestmark = pytest.mark.gpu
 SPECS = Path(__file__).resolve().parents[2] / "data" / "kernels" / "gemm_tile" / "specs.json"
@@ -34,14 +35,16 @@ def _mutate(ptx: str, old: str, new: str) -> str:
 
 
 def _misaligned_v4(ptx: str) -> str:
-    scalar = "".join(f"\tld.global.f32 \t%f{i + 1}, [%rd5{'+' + str(4 * i) if i else ''}];\n" for i in range(4))
+    scalar = "".join(f"\tld.global.f32 \t%f{i + 1}, [%rd5{'+' + str(4 * i) if i else ''}];\n"
+                     for i in range(4))
     vector = "\tld.global.v4.f32 \t{%f1, %f2, %f3, %f4}, [%rd5+4];\n"
     return _mutate(ptx, scalar, vector).replace(".ptr .global .align 16", ".ptr .global")
 
 
 def test_misaligned_injection_keeps_every_element_live():
     out = _misaligned_v4(_ptx(_spec("gemm_tile(4,4,4)")))
-    assert "ld.global.v4.f32 \t{%f1, %f2, %f3, %f4}, [%rd5+4];" in out and "[%rd5+12]" not in out.split("v4")[1][:80]
+    assert "ld.global.v4.f32 \t{%f1, %f2, %f3, %f4}, [%rd5+4];" in out
+    assert "[%rd5+12]" not in out.split("v4")[1][:80]
 
 
 def test_faults_are_recorded_and_the_run_goes_on(tmp_path):
@@ -53,10 +56,13 @@ def test_faults_are_recorded_and_the_run_goes_on(tmp_path):
         # the first four B loads become one v4 load at B+4: every element is used, so ptxas must keep the
         # 16-byte LDG, and .align 16 is dropped so it cannot know the address is misaligned
         Variant(spec, _misaligned_v4(base), ("inject_misaligned_v4",)),
-        Variant(spec, _mutate(base, "cvta.to.global.u64 \t%rd6, %rd3;", "mov.u64 \t%rd6, 64;"), ("inject_oob_store",)),
-        Variant(spec, _mutate(base, "cvta.to.global.u64 \t%rd4, %rd1;", "bogus.op \t%rd4, %rd1;"), ("inject_ptxas",)),
+        Variant(spec, _mutate(base, "cvta.to.global.u64 \t%rd6, %rd3;", "mov.u64 \t%rd6, 64;"),
+                ("inject_oob_store",)),
+        Variant(spec, _mutate(base, "cvta.to.global.u64 \t%rd4, %rd1;", "bogus.op \t%rd4, %rd1;"),
+                ("inject_ptxas",)),
         Variant(spec, _mutate(base, "cvta.to.global.u64 \t%rd4, %rd1;",
-                              "$Lspin:\n\tbra.uni \t$Lspin;\n\tcvta.to.global.u64 \t%rd4, %rd1;"), ("inject_hang",)),
+                              "$Lspin:\n\tbra.uni \t$Lspin;\n\tcvta.to.global.u64 \t%rd4, %rd1;"),
+                ("inject_hang",)),
         Variant(spec, _mutate(base, "fma.rn.f32", "fma.rz.f32"), ("inject_wrong",)),
         Variant(spec, good, ("vec_ld", "vec_st", "maxnreg_128")),
     ]
@@ -80,7 +86,8 @@ def test_faults_are_recorded_and_the_run_goes_on(tmp_path):
 def test_sigkilled_worker_is_recorded_and_restarted(tmp_path):
     spec = _spec("gemm_tile(2,2,2)")
     base = _ptx(spec)
-    hang = _mutate(base, "cvta.to.global.u64 \t%rd4, %rd1;", "$Lspin:\n\tbra.uni \t$Lspin;\n\tcvta.to.global.u64 \t%rd4, %rd1;")
+    hang = _mutate(base, "cvta.to.global.u64 \t%rd4, %rd1;",
+                   "$Lspin:\n\tbra.uni \t$Lspin;\n\tcvta.to.global.u64 \t%rd4, %rd1;")
     cfg = MeasureConfig(reps=10, cycle_samples=20, warmup=2, watchdog_s=120.0)
     with GpuBackend(tmp_path / "m.sqlite", cfg) as be:
         pid = be.pool.workers[0].proc.pid

@@ -8,12 +8,15 @@ from pathlib import Path
 
 import pytest
 
+from chronos.config import MeasureConfig
+from chronos.errors import MeasureError, MeasurementMissError, PoolError
 from chronos.kernels.gemm_tile import gemm_tile_ptx, gemm_tile_spec
-from chronos.measure.backend import GpuBackend, MeasurementMissError, ReplayBackend, make_backend
-from chronos.measure.config import MeasureConfig, Variant
-from chronos.measure.pool import PoolError, WorkerPool
+from chronos.measure.backend import GpuBackend, ReplayBackend, make_backend
+from chronos.measure.pool import WorkerPool
+from chronos.measure.store import Store
 from chronos.ptx import emit, parse
 from chronos.transforms import apply_sequence
+from chronos.variant import Variant, sha256_text
 
 FAKE = str(Path(__file__).with_name("fake_worker.py"))
 
@@ -44,9 +47,11 @@ def test_pool_sends_a_job_to_the_worker_it_names(monkeypatch):
     pool.start()
     jobs = [{"id": str(i), "spec": {"kernel": f"k{i % 3}"}, "variant": ["000"]} for i in range(12)]
     got = {}
-    pool.run(iter(jobs), lambda job, ans: got.__setitem__(job["id"], ans), worker_of=lambda job: int(job["spec"]["kernel"][1]))
+    pool.run(iter(jobs), lambda job, ans: got.__setitem__(job["id"], ans),
+             worker_of=lambda job: int(job["spec"]["kernel"][1]))
     pool.close()
-    assert {j["id"]: got[j["id"]]["device"] for j in jobs} == {j["id"]: str(int(j["spec"]["kernel"][1]) % 2) for j in jobs}
+    assert {j["id"]: got[j["id"]]["device"] for j in jobs} == {j["id"]: str(int(j["spec"]["kernel"][1]) % 2)
+                                                               for j in jobs}
 
 
 def test_pool_that_cannot_start_raises():
@@ -97,9 +102,6 @@ def test_make_backend_auto_without_gpu_is_replay(tmp_path, monkeypatch):
     import chronos.toolchain as tc
 
     monkeypatch.setattr(tc, "cuda_gpu_available", lambda: False)
-    ReplayBackend  # noqa: B018
-    from chronos.measure.store import Store
-
     Store(tmp_path / "m.sqlite").close()
     assert isinstance(make_backend("auto", tmp_path / "m.sqlite"), ReplayBackend)
 
@@ -111,7 +113,8 @@ def test_cubins_with_the_same_machine_code_are_measured_once(tmp_path, ptxas):
     spec = gemm_tile_spec(2, 2, 2)
     base = gemm_tile_ptx(2, 2, 2)
     loose = emit(apply(parse(base), "maxnreg_128", defer_ptxas=True))  # a budget this kernel never needs
-    with GpuBackend(tmp_path / "m.sqlite", MeasureConfig(watchdog_s=10), ptxas=str(ptxas), worker_argv=fake()) as be:
+    cfg = MeasureConfig(watchdog_s=10)
+    with GpuBackend(tmp_path / "m.sqlite", cfg, ptxas=str(ptxas), worker_argv=fake()) as be:
         recs = be.measure(spec, [Variant(spec, base, ()), Variant(spec, loose, ("maxnreg_128",))])
     assert recs[0].cubin_sha256 != recs[1].cubin_sha256  # the cubins differ (metadata) ...
     assert sum("not measured again" in r.log for r in recs) == 1  # ... the SASS does not: one measurement
@@ -127,7 +130,8 @@ def test_side_by_side_rounds_answer_per_candidate_and_a_fault_marks_only_its_ker
         base = compile_variant(gemm_tile_ptx(*shape), spec, "sm_90a", str(ptxas), False)
         cands = [compile_variant(gemm_tile_ptx(*shape), spec, "sm_90a", str(ptxas), True)] * 2
         groups.append((spec, base, cands))
-    with GpuBackend(tmp_path / "m.sqlite", MeasureConfig(watchdog_s=10), ptxas=str(ptxas), worker_argv=fake()) as be:
+    cfg = MeasureConfig(watchdog_s=10)
+    with GpuBackend(tmp_path / "m.sqlite", cfg, ptxas=str(ptxas), worker_argv=fake()) as be:
         ok, bad = be.measure_rounds(groups, rounds=8)
         assert be.pool.restarts == 1
     assert [r["valid"] for r in ok] == [True, True] and ok[0]["cycles"]["median"] == ok[1]["cycles"]["median"]
@@ -151,3 +155,46 @@ def test_each_kernel_of_a_run_is_measured_on_one_gpu(tmp_path, ptxas, monkeypatc
         measured = [r for r in records if "dedup_of" not in r.extra]
         assert len(measured) >= 3 and len({r.extra.get("device") for r in measured}) == 1
     assert [{r.extra.get("device") for r in recs} for recs in results][:2] == [{"0"}, {"1"}]
+
+
+def _realize(recipe, actions):  # module level: it is pickled to the compile processes
+    return None if "split_ld" in actions else gemm_tile_ptx(2, 2, 2)
+
+
+def test_recipe_variants_are_realised_by_the_function_the_backend_is_given(tmp_path, ptxas):
+    spec, base = gemm_tile_spec(2, 2, 2), gemm_tile_ptx(2, 2, 2)
+    vs = [Variant(spec, "", acts, recipe=("specs.json", spec.entry))
+          for acts in (("cache_ca",), ("split_ld",))]
+    with GpuBackend(tmp_path / "m.sqlite", MeasureConfig(watchdog_s=10), ptxas=str(ptxas),
+                    worker_argv=fake()) as be:
+        with pytest.raises(MeasureError, match="no realize function"):
+            be.measure(spec, vs, baseline_ptx=base)
+        be.realize = _realize
+        recs = be.measure(spec, vs, baseline_ptx=base)
+    assert [(r.valid, r.reason) for r in recs] == [(True, ""), (False, "illegal")]
+    assert recs[0].ptx_sha256 == sha256_text(base) and "[split_ld]: not a legal set" in recs[1].log
+
+
+def test_make_backend_hands_replay_the_atlas_lookup_it_is_given(tmp_path):
+    Store(tmp_path / "m.sqlite").close()
+    calls = []
+
+    class Lookup:
+        last_miss = ""
+
+        def record(self, kernel, actions, ptx_sha256, config_hash):
+            return None
+
+        def close(self):
+            calls.append("closed")
+
+    def open_atlas(store_path):
+        calls.append(store_path)
+        return Lookup()
+
+    be = make_backend("replay", tmp_path / "m.sqlite", open_atlas=open_atlas)
+    assert isinstance(be.atlas, Lookup) and calls == [tmp_path / "m.sqlite"]
+    be.close()
+    assert calls[-1] == "closed"
+    with make_backend("replay", tmp_path / "m.sqlite", open_atlas=open_atlas, gpu="G") as be:
+        assert be.atlas is None and len(calls) == 2  # filtered to one GPU: not opened

@@ -37,7 +37,8 @@ def test_plain_named_registers_from_triton_inline_asm():
 
 def test_memory_op_classes():
     ld = memory_op(_ins("ld.global.nc.L1::evict_last.v4.b32 {%r1, %r2, %r3, %r4}, [%rd1+16];"))
-    assert (ld.kind, ld.space, ld.vector, ld.bits, ld.bytes, ld.volatile) == ("load", "global", 4, 32, 16, False)
+    assert (ld.kind, ld.space, ld.vector, ld.bits, ld.bytes) == ("load", "global", 4, 32, 16)
+    assert not ld.volatile
     st = memory_op(_ins("st.shared.f32 [%r3], %f1;"))
     assert (st.kind, st.space, st.bytes) == ("store", "shared", 4)
     assert memory_op(_ins("ld.volatile.global.f32 %f1, [%rd1];")).volatile
@@ -56,7 +57,8 @@ def test_ordering_points():
                  "elect.sync %r1|%p1, -1;", "bra $L;", "ret;", "exit;", "atom.global.add.u32 %r1, [%rd1], 1;",
                  "ld.volatile.global.u32 %r1, [%rd1];"):
         assert is_ordering_point(_ins(text)), text
-    for text in ("ld.global.f32 %f1, [%rd1];", "fma.rn.f32 %f1, %f2, %f3, %f4;", "st.global.f32 [%rd1], %f1;"):
+    for text in ("ld.global.f32 %f1, [%rd1];", "fma.rn.f32 %f1, %f2, %f3, %f4;",
+                 "st.global.f32 [%rd1], %f1;"):
         assert not is_ordering_point(_ins(text)), text
 
 

@@ -1,4 +1,5 @@
-"""Round trip: emit(parse(x)) assembles with ptxas to the same SASS (.text.* sections) as x, on the whole corpus."""
+"""Round trip: emit(parse(x)) assembles with ptxas to the same SASS (.text.* sections) as x, on the whole
+corpus."""
 
 import pytest
 

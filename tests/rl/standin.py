@@ -19,6 +19,9 @@ class StandInBackend:
         self.calls = 0
         self.measured: list[tuple[str, ...]] = []
 
+    def close(self) -> None:
+        pass
+
     def measure(self, spec, variants, *, baseline_ptx=None):
         self.calls += 1
         out = []
@@ -29,7 +32,8 @@ class StandInBackend:
                 cost *= EFFECT.get(a, 1.0)
             bad = bool(POISONED & set(v.actions))
             out.append(Record(kernel=spec.kernel, ptx_sha256=v.ptx_sha256, cubin_sha256=v.ptx_sha256,
-                              gpu="stand-in", driver="-", ptxas="-", config_hash="-", actions=tuple(v.actions),
+                              gpu="stand-in", driver="-", ptxas="-", config_hash="-",
+                              actions=tuple(v.actions),
                               valid=not bad, reason="wrong_output" if bad else "", cycles_median=cost,
                               cycles_iqr=0.0))
         return out

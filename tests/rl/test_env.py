@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 
 from chronos.actions import ACTION_INDEX, STOP
-from chronos.rl.env import OBS_DIM, EnvConfig, TransformEnv
+from chronos.config import EnvConfig
+from chronos.errors import TrainingError
+from chronos.rl.env import OBS_DIM, TransformEnv
 from chronos.search.space import realize
 from tests.rl.standin import StandInBackend, kernels
 
@@ -27,6 +29,7 @@ def test_reset_gives_obs_and_mask(env):
     np.testing.assert_array_equal(obs[25:46], mask)
     assert not obs[46:].any()  # empty history
     assert env.action_space.n == 21 and env.observation_space.shape == (67,)
+    assert env.observation_space.contains(obs)
 
 
 def test_step_updates_features_mask_history_and_stop_terminates(env):
@@ -85,3 +88,44 @@ def test_step_cost_and_measurement_cache():
 def test_reset_rejects_unknown_kernel(env):
     with pytest.raises(KeyError):
         env.reset(options={"kernel": "nope"})
+
+
+@pytest.mark.filterwarnings("ignore:.*infinity:UserWarning")  # features are unbounded counts by design
+def test_passes_gymnasium_checks():
+    """gymnasium's own checkers; not check_env as a whole, which steps with unmasked random actions (a
+    masked action is refused here, as maskable-policy libraries expect)."""
+    import gymnasium
+    from gymnasium.utils import env_checker, passive_env_checker
+
+    env = TransformEnv(kernels((2, 2, 2), (2, 4, 2)), StandInBackend())
+    assert isinstance(env, gymnasium.Env)
+    assert isinstance(env.action_space, gymnasium.spaces.Discrete)
+    assert isinstance(env.observation_space, gymnasium.spaces.Box)
+    env_checker.check_space_limit(env.observation_space, "observation")
+    env_checker.check_reset_return_type(env)
+    env_checker.check_reset_seed_determinism(env)
+    env_checker.check_reset_options(env)
+    passive_env_checker.env_reset_passive_checker(env, seed=0)
+    passive_env_checker.env_step_passive_checker(env, ACTION_INDEX["vec_ld"])
+    passive_env_checker.env_step_passive_checker(env, STOP)
+
+
+def test_seeded_reset_picks_the_same_kernel():
+    env = TransformEnv(kernels((2, 2, 2), (2, 4, 2), (4, 2, 2)), StandInBackend())
+    picks = [env.reset(seed=s)[1]["kernel"] for s in range(6)]
+    assert picks == [env.reset(seed=s)[1]["kernel"] for s in range(6)]
+
+
+def test_no_kernels_or_invalid_baseline_are_training_errors():
+    with pytest.raises(TrainingError, match="at least one kernel"):
+        TransformEnv({}, StandInBackend())
+
+    class Broken(StandInBackend):
+        def measure(self, spec, variants, *, baseline_ptx=None):
+            return [dataclasses.replace(r, valid=False, reason="wrong_output")
+                    for r in super().measure(spec, variants, baseline_ptx=baseline_ptx)]
+
+    import dataclasses
+
+    with pytest.raises(TrainingError, match="baseline itself is invalid"):
+        TransformEnv(kernels(), Broken()).baseline(K)

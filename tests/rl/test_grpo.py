@@ -1,13 +1,17 @@
 """DA-GRPO on the made-up stand-in costs (tests/rl/standin.py): vec_ld is clearly the best action there."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
 
 from chronos.actions import STOP
+from chronos.config import EnvConfig, GRPOConfig
+from chronos.errors import TrainingError
 from chronos.inference import load_model, save_checkpoint
 from chronos.rl.env import TransformEnv
-from chronos.rl.grpo import GRPOArgs, advantages, grpo_loss, make_group, temperature, train_grpo
+from chronos.rl.grpo import advantages, greedy_eval, grpo_loss, make_group, temperature, train_grpo
 from chronos.rl.policy import TransformPolicy
 from tests.rl.standin import StandInBackend, kernels
 
@@ -63,12 +67,11 @@ def test_loss_clips_the_ratio_and_penalises_kl():
 
 
 def test_temperature_schedules():
-    a = GRPOArgs(epochs=11, temperature_start=2.0, temperature_end=0.5)
+    a = GRPOConfig(epochs=11, temperature_start=2.0, temperature_end=0.5)
     for kind in ("linear", "cosine", "exponential"):
-        a.temperature_schedule = kind
+        a = dataclasses.replace(a, temperature_schedule=kind)
         assert temperature(a, 1) == pytest.approx(2.0) and temperature(a, 11) == pytest.approx(0.5)
-    a.temperature_schedule = "constant"
-    assert temperature(a, 11) == 2.0
+    assert temperature(dataclasses.replace(a, temperature_schedule="constant"), 11) == 2.0
 
 
 def test_training_improves_on_stand_in_and_checkpoints_load(tmp_path):
@@ -77,8 +80,8 @@ def test_training_improves_on_stand_in_and_checkpoints_load(tmp_path):
     ref = TransformPolicy()
     ref.load_state_dict(policy.state_dict())
     env = TransformEnv(kernels((2, 2, 2), (2, 2, 4)), StandInBackend())
-    args = GRPOArgs(epochs=25, lr=3e-3, seed=0, log_interval=0, heldout_kernels=["gemm_tile(2,2,4)"])
-    best, latest, hist = train_grpo(policy, ref, env, args, log=None)
+    cfg = GRPOConfig(epochs=25, lr=3e-3, seed=0, log_interval=0)
+    best, latest, hist = train_grpo(policy, ref, env, cfg, heldout_kernels=["gemm_tile(2,2,4)"], log=None)
     assert [h["epoch"] for h in hist] == list(range(26))
     assert all(torch.equal(x, y) for x, y in zip(latest.values(), policy.state_dict().values(), strict=True))
     first, last = hist[1]["mean_reward"], np.mean([h["mean_reward"] for h in hist[-5:]])
@@ -119,17 +122,18 @@ def test_bc_and_grpo_stages_end_to_end(tmp_path, monkeypatch):
         d["kernel"] = "gemm_tile(2,2,2)" if d["kernel"] == "k0" else "gemm_tile(2,2,4)"
     (tmp_path / "demos.jsonl").write_text("".join(json.dumps(d) + "\n" for d in demos))
     (tmp_path / "params.yaml").write_text(
-        "split:\n  heldout_kernels: ['gemm_tile(2,2,4)']\nbc:\n  epochs: 3\ngrpo:\n  epochs: 3\n  log_interval: 1\n")
+        "split:\n  heldout_kernels: ['gemm_tile(2,2,4)']\nbc:\n  epochs: 3\n"
+        "grpo:\n  epochs: 3\n  log_interval: 1\n")
     monkeypatch.setattr(mb, "make_backend", lambda *a, **k: StandInBackend())
     t = tmp_path
     assert bc_stage.main(["--params", str(t / "params.yaml"), "--demos", str(t / "demos.jsonl"),
                           "--out", str(t / "bc.pt"), "--stats", str(t / "bc_stats.json")]) == 0
     stats = json.loads((t / "bc_stats.json").read_text())
     assert stats["heldout_kernels"] == ["gemm_tile(2,2,4)"] and len(stats["history"]) == 3
-    assert grpo_stage.main(["--params", str(t / "params.yaml"), "--kernels", str(kdir), "--store", str(t / "s"),
-                            "--bc", str(t / "bc.pt"), "--out-best", str(t / "best.pt"), "--out-latest",
-                            str(t / "latest.pt"), "--result", str(t / "res.json"), "--curves",
-                            str(t / "curves.csv")]) == 0
+    assert grpo_stage.main([
+        "--params", str(t / "params.yaml"), "--kernels", str(kdir), "--store", str(t / "s"),
+        "--bc", str(t / "bc.pt"), "--out-best", str(t / "best.pt"), "--out-latest", str(t / "latest.pt"),
+        "--result", str(t / "res.json"), "--curves", str(t / "curves.csv")]) == 0
     res = json.loads((t / "res.json").read_text())
     assert {r["kernel"]: r["split"] for r in res["kernels"]} == {"gemm_tile(2,2,2)": "train",
                                                                  "gemm_tile(2,2,4)": "heldout"}
@@ -140,12 +144,48 @@ def test_bc_and_grpo_stages_end_to_end(tmp_path, monkeypatch):
 
 
 def test_a_diverging_run_stops_with_a_clear_error():
-    from chronos.rl.grpo import TrainingDivergedError
+    from chronos.errors import TrainingDivergedError
 
     env = TransformEnv(kernels((4, 6, 4), (2, 2, 2)), StandInBackend())
     torch.manual_seed(0)
     policy, ref = TransformPolicy(), TransformPolicy()
     ref.load_state_dict(policy.state_dict())
-    args = GRPOArgs(epochs=20, lr=1e30, update_iters=4, max_grad_norm=0.0, log_interval=0)
+    cfg = GRPOConfig(epochs=20, lr=1e30, update_iters=4, max_grad_norm=0.0, log_interval=0)
     with pytest.raises(TrainingDivergedError, match="lower grpo.lr"):
-        train_grpo(policy, ref, env, args, log=None)
+        train_grpo(policy, ref, env, cfg, log=None)
+
+
+def test_kernel_split_and_env_settings_are_checked():
+    torch.manual_seed(0)
+    policy = TransformPolicy()
+    env = TransformEnv(kernels((2, 2, 2), (2, 2, 4)), StandInBackend())
+    cfg = GRPOConfig(epochs=1, log_interval=0)
+    with pytest.raises(TrainingError, match="no training kernels"):
+        train_grpo(policy, policy, env, cfg, heldout_kernels=env.names, log=None)
+    with pytest.raises(TrainingError, match="not in the env: nope"):
+        train_grpo(policy, policy, env, cfg, train_kernels=["nope"], log=None)
+    with pytest.raises(ValueError, match="episode settings"):  # the env must be built from cfg.env
+        train_grpo(policy, policy, TransformEnv(env.kernels, StandInBackend(), EnvConfig(step_cost=0.1)), cfg,
+                   log=None)
+
+
+def test_log_lines_every_interval_and_at_the_end():
+    torch.manual_seed(0)
+    policy = TransformPolicy()
+    env = TransformEnv(kernels((2, 2, 2)), StandInBackend())
+    lines = []
+    train_grpo(policy, TransformPolicy(), env, GRPOConfig(epochs=5, log_interval=2), log=lines.append)
+    assert [int(x.split()[2]) for x in lines] == [2, 4, 5] and "held-out None" in lines[0]
+
+
+def test_greedy_eval_is_the_shared_decoder_scored():
+    from chronos.rl.decode import greedy_decode
+
+    torch.manual_seed(4)
+    policy = TransformPolicy()
+    env = TransformEnv(kernels((2, 2, 2), (2, 4, 2)), StandInBackend())
+    rs = greedy_eval(env, policy, env.names, 6)
+    dec = greedy_decode([env.space(k) for k in env.names], policy, 6)
+    want = [(k, d.sequence, d.key) for k, d in zip(env.names, dec, strict=True)]
+    assert [(r.kernel, tuple(r.sequence), r.key) for r in rs] == want
+    assert all(r.outcome is not None and r.reward == env.rewards(r.kernel, [r.key])[0][0] for r in rs)

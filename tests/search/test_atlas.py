@@ -8,28 +8,25 @@ from pathlib import Path
 
 import pytest
 
+from chronos.config import MeasureConfig
+from chronos.errors import AtlasError, MeasurementMissError, StoreError
 from chronos.kernels.spec import load_module, load_specs
-from chronos.measure.backend import GpuBackend, MeasurementMissError, ReplayBackend
-from chronos.measure.config import MeasureConfig, Variant, sha256_text
+from chronos.measure.backend import GpuBackend, ReplayBackend
 from chronos.measure.store import Store
 from chronos.ptx import emit
+from chronos.sass import assemble_key
 from chronos.search import space
-from chronos.search.atlas import (
-    AtlasDB,
-    AtlasError,
-    actions_of,
-    assemble_key,
-    build_kernel_plan,
-    epoch_of,
-    mask_of,
-)
+from chronos.search.atlas_plan import AtlasDB, actions_of, build_kernel_plan, epoch_of, mask_of
+from chronos.search.atlas_replay import AtlasReplay, backend_with_atlas
 from chronos.stages import atlas as atlas_stage
+from chronos.variant import Variant, sha256_text
 
 from ..measure.test_pool_backend import fake
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = ROOT / "data/kernels/gemm_tile/specs.json"
-SMALL_SLOTS = (("vec_ld",), space.CONFLICT_GROUPS["load_cache_hint"], space.CONFLICT_GROUPS["register_budget"])
+SMALL_SLOTS = (("vec_ld",), space.CONFLICT_GROUPS["load_cache_hint"],
+               space.CONFLICT_GROUPS["register_budget"])
 
 
 def _spec(entry="gemm_tile_2_2_2"):
@@ -80,7 +77,8 @@ def test_plan_groups_sets_by_sass_and_picks_small_representatives(small_plan):
 def test_atlas_stage_measures_every_variant_once_and_replay_answers_every_set(small_plan, tmp_path, ptxas):
     db, spec, root, _ = small_plan
     cfg = MeasureConfig(watchdog_s=20)
-    with GpuBackend(tmp_path / "scratch.sqlite", cfg, ptxas=str(ptxas), worker_argv=fake("varied")) as be:
+    with GpuBackend(tmp_path / "scratch.sqlite", cfg, ptxas=str(ptxas), worker_argv=fake("varied"),
+                    realize=space.realize_recipe) as be:
         atlas_stage.measure_missing(db, [("gemm_tile", SPECS, spec)], be)
         n_records = len(be.store.all())
         atlas_stage.measure_missing(db, [("gemm_tile", SPECS, spec)], be)  # resumes: nothing left to do
@@ -93,13 +91,13 @@ def test_atlas_stage_measures_every_variant_once_and_replay_answers_every_set(sm
 
     # Replay: every one of the 50 sets, realised here, is answered from the atlas (store beside it is empty).
     Store(tmp_path / "measurements.sqlite").close()
-    with ReplayBackend(tmp_path / "measurements.sqlite", cfg) as rb:
+    with backend_with_atlas("replay", tmp_path / "measurements.sqlite", cfg) as rb:
         for acts, module in space.enumerate_sets(root):
             rec = rb.measure(spec, [Variant(spec, emit(module), acts)])[0]
             assert rec.valid and rec.gpu == "FakeGPU" and rec.cycles_median >= 1000.0
         best = space.realize(root, result["best"]["actions"])
-        assert rb.measure(spec, [Variant(spec, emit(best), tuple(result["best"]["actions"]))])[0].cycles_median \
-            == result["best"]["cycles"]
+        best_variant = Variant(spec, emit(best), tuple(result["best"]["actions"]))
+        assert rb.measure(spec, [best_variant])[0].cycles_median == result["best"]["cycles"]
         drifted = Variant(spec, emit(root) + "\n// changed\n", ())
         with pytest.raises(MeasurementMissError, match="differs from the atlas plan"):
             rb.measure(spec, [drifted])
@@ -135,7 +133,7 @@ def test_records_exported_from_a_gpu_run_merge_into_another_copy_of_the_plan(sma
     db, spec, _, _ = small_plan
     shutil.copy(db.path, tmp_path / "elsewhere.sqlite")  # the plan as it was before the GPU run
     with GpuBackend(tmp_path / "scratch.sqlite", MeasureConfig(watchdog_s=20), ptxas=str(ptxas),
-                    worker_argv=fake("varied")) as be:
+                    worker_argv=fake("varied"), realize=space.realize_recipe) as be:
         atlas_stage.measure_missing(db, [("gemm_tile", SPECS, spec)], be)
         stamps = {r.ptx_sha256: r.created_at for r in be.store.all()}
     n = atlas_records.export(str(tmp_path / "scratch.sqlite"), str(tmp_path / "records.jsonl.gz"))
@@ -144,3 +142,36 @@ def test_records_exported_from_a_gpu_run_merge_into_another_copy_of_the_plan(sma
     first = min(stamps.values())
     with sqlite3.connect(db.path) as con:  # each measurement keeps its record's own time
         assert min(r[0] for r in con.execute("SELECT measured_at FROM measured")) == epoch_of(first)
+
+
+def test_replay_reads_the_atlas_without_writing_and_only_through_the_search(small_plan, tmp_path):
+    db, spec, root, _ = small_plan
+    db.close()
+    before = db.path.read_bytes()
+    Store(tmp_path / "measurements.sqlite").close()
+    with ReplayBackend(tmp_path / "measurements.sqlite", MeasureConfig()) as rb:
+        assert rb.atlas is None  # measure never opens the atlas on its own
+    with backend_with_atlas("replay", tmp_path / "measurements.sqlite", MeasureConfig(), gpu="FakeGPU") as rb:
+        assert rb.atlas is None  # filtered to one GPU: the store's records of that GPU
+    replay = AtlasReplay(db.path)
+    with pytest.raises(StoreError, match="readonly"):  # a read-only connection
+        replay.db.set_meta(x=1)
+    assert replay.record(spec.kernel, (), sha256_text(emit(root)), "other config") is None
+    replay.close()
+    assert db.path.read_bytes() == before
+
+
+def test_a_truncated_or_damaged_atlas_is_a_store_error_naming_it(small_plan, tmp_path):
+    db, _, _, _ = small_plan
+    db.close()
+    whole = db.path.read_bytes()
+    empty = tmp_path / "empty" / "atlas.sqlite"  # truncated to nothing: SQLite sees an empty database
+    empty.parent.mkdir()
+    empty.write_bytes(b"")
+    with pytest.raises(StoreError, match=f"{empty}.*no table 'meta'"):
+        AtlasReplay(empty)
+    assert empty.read_bytes() == b""  # and replay wrote no schema into it
+    half = tmp_path / "half.sqlite"  # truncated mid-file: pages the b-tree points at are gone
+    half.write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(StoreError, match=str(half)):
+        AtlasReplay(half).db.measured("gemm_tile(2,2,2)")

@@ -6,11 +6,12 @@ cheaper); these numbers only exercise the strategies and are never reported anyw
 
 import hashlib
 
+from chronos.config import GreedySearchConfig, RandomSearchConfig
 from chronos.kernels.gemm_tile import gemm_tile_ptx, gemm_tile_spec
 from chronos.measure.store import Record
 from chronos.ptx import parse
 from chronos.search import CANONICAL_ORDER, canonical, enumerate_sets, realize, run
-from chronos.search.strategies import ExhaustiveConfig, GreedyConfig, RandomConfig
+from chronos.search.strategies import ExhaustiveConfig
 
 
 class StandInBackend:
@@ -46,14 +47,15 @@ def test_canonical_order_makes_variants_functions_of_sets():
     _, root = _kernel()
     a = realize(root, ["maxnreg_128", "vec_st", "cache_cs", "vec_ld"])
     b = realize(root, ["vec_ld", "cache_cs", "vec_st", "maxnreg_128"])
-    assert a is not None and a.applied == b.applied == canonical(["vec_ld", "vec_st", "cache_cs", "maxnreg_128"])
+    assert a is not None
+    assert a.applied == b.applied == canonical(["vec_ld", "vec_st", "cache_cs", "maxnreg_128"])
     assert CANONICAL_ORDER.index("prefetch_L2") < CANONICAL_ORDER.index("reorder_cp")
 
 
 def test_greedy_records_demonstrations_and_stops():
     spec, root = _kernel()
     backend = StandInBackend()
-    res = run("greedy", spec, root, backend, GreedyConfig(max_steps=6, min_gain=0.001))
+    res = run("greedy", spec, root, backend, GreedySearchConfig(max_steps=6, min_gain=0.001))
     assert res.best.cycles < res.baseline.cycles
     assert {"vec_ld", "vec_st"} <= set(res.best.actions)
     assert all(d["action"] != "reorder_sl" for d in res.demos)  # a wrong_output variant never wins
@@ -65,15 +67,15 @@ def test_greedy_records_demonstrations_and_stops():
 
 def test_random_respects_budget_and_seed():
     spec, root = _kernel()
-    r1 = run("random", spec, root, StandInBackend(), RandomConfig(budget=20, seed=3))
-    r2 = run("random", spec, root, StandInBackend(), RandomConfig(budget=20, seed=3))
+    r1 = run("random", spec, root, StandInBackend(), RandomSearchConfig(budget=20, seed=3))
+    r2 = run("random", spec, root, StandInBackend(), RandomSearchConfig(budget=20, seed=3))
     assert r1.evaluated <= 21 and r1.best.actions == r2.best.actions
 
 
 def test_exhaustive_is_the_oracle():
     spec, root = _kernel(2, 2, 2)
     ex = run("exhaustive", spec, root, StandInBackend(), ExhaustiveConfig(batch=500))
-    gr = run("greedy", spec, root, StandInBackend(), GreedyConfig(min_gain=0.0))
+    gr = run("greedy", spec, root, StandInBackend(), GreedySearchConfig(min_gain=0.0))
     assert ex.evaluated == sum(1 for _ in enumerate_sets(root))
     assert ex.best.cycles <= gr.best.cycles
     assert ex.unique_cubins < ex.evaluated  # identical costs stand in for identical SASS

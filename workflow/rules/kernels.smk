@@ -1,8 +1,13 @@
 # The seed's 64 gemm_tile kernels (m, n, k in params.yaml), as PTX plus launch specs.
 rule kernels:
     input:
+        "src/chronos/config.py",
+        "src/chronos/errors.py",
+        "src/chronos/kernels",
+        "src/chronos/ptx",
+        "src/chronos/stages/__init__.py",
+        "src/chronos/stages/common.py",
         "src/chronos/stages/kernels.py",
-        "src/chronos/kernels/gemm_tile.py",
     output:
         directory("data/kernels/gemm_tile"),
     params:

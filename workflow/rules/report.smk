@@ -12,8 +12,12 @@ rule report:
         "reports/triton_search.json",
         "reports/measure_triton_results.json",
         "reports/confirm.json",
-        "src/chronos/stages/report.py",
+        "src/chronos/config.py",
+        "src/chronos/errors.py",
         "src/chronos/report",
+        "src/chronos/stages/__init__.py",
+        "src/chronos/stages/common.py",
+        "src/chronos/stages/report.py",
     output:
         "reports/search_gemm_tile.csv",
         "reports/figures/search_gemm_tile.png",

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 
+from chronos.errors import SpecError
 from chronos.kernels.spec import ArgSpec, KernelSpec
 
 SIZES = (2, 4, 6, 8)
@@ -36,7 +37,7 @@ def kernel_name(m: int, n: int, k: int) -> str:
 def _check(m: int, n: int, k: int) -> None:
     for name, v in (("m", m), ("n", n), ("k", k)):
         if not isinstance(v, int) or v < 1:
-            raise ValueError(f"gemm_tile: {name} must be a positive int, got {v!r}")
+            raise SpecError(f"gemm_tile: {name} must be a positive int, got {v!r}")
 
 
 def _addr(base: str, offset: int) -> str:

@@ -17,17 +17,13 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from chronos.errors import ChronosError
+from chronos.errors import SpecError
 
 DTYPES = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i8": 1, "u8": 1, "i16": 2, "i32": 4, "u32": 4, "i64": 8,
           "u64": 8}
 ROLES = ("input", "output", "inout", "null")
 _INIT = re.compile(r"^(uniform\(-?[\d.e+-]+,-?[\d.e+-]+\)|normal\(-?[\d.e+-]+,[\d.e+-]+\)|randint\(-?\d+,-?\d+\)"
                    r"|zeros|arange|poison)$")
-
-
-class SpecError(ChronosError):
-    """A malformed or inconsistent kernel spec."""
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ Layers: `config` (what is measured and how), `instrument` (%clock64 cycle instru
 `store` (append-only SQLite) and `backend` (GpuBackend, ReplayBackend, make_backend).
 """
 
-from chronos.measure.config import MeasureConfig, Variant
+from chronos.config import MeasureConfig
+from chronos.variant import Variant
 
 __all__ = ["MeasureConfig", "Variant"]

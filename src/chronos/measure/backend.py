@@ -1,10 +1,15 @@
 """Measurement backends: `measure(spec, variants) -> list[Record]`, one record per variant, in order.
 
-* GpuBackend: compiles with ptxas on a thread pool (CPU cores) while the worker pool measures on the GPU;
+* GpuBackend: compiles with ptxas on a process pool (CPU cores) while the worker pool measures on the GPU;
   every answer is stored as it comes; a variant already in the store (same kernel, PTX, config, GPU, ptxas)
   is not measured again, nor is a cubin whose SASS was already measured (the record is copied).
-* ReplayBackend: answers from the store only; a miss raises MeasurementMissError.
+* ReplayBackend: answers from the store (read-only) and, first, from an atlas lookup if it is given one; a
+  miss raises MeasurementMissError.
 * make_backend("gpu" | "replay" | "auto", store_path, config): auto = gpu if a CUDA GPU is visible.
+
+This layer sits below the search: what it needs of it comes in as arguments, never as an import. A
+GpuBackend measuring variants with a `recipe` is given the function that realises them (`realize`), a
+replay backend the atlas lookup (search/atlas_replay.py builds both).
 """
 
 from __future__ import annotations
@@ -15,26 +20,20 @@ import functools
 import hashlib
 import multiprocessing
 import os
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from chronos.errors import PtxasError
+from chronos.config import MeasureConfig
+from chronos.errors import MeasureError, MeasurementMissError, PtxasError
 from chronos.kernels.spec import KernelSpec
-from chronos.measure.config import MeasureConfig, MeasureError, Variant, sha256_text
 from chronos.measure.store import Record, Store
+from chronos.variant import Variant, sha256_text
 
-
-class MeasurementMissError(MeasureError):
-    """The replay store holds no measurement for a requested variant."""
-
-    def __init__(self, kernel: str, actions: tuple[str, ...], ptx_sha256: str, config_hash: str, store: Path):
-        self.kernel, self.actions, self.ptx_sha256 = kernel, actions, ptx_sha256
-        acts = "+".join(actions) if actions else "(baseline, no actions)"
-        super().__init__(
-            f"no measurement in {store} for kernel {kernel}, actions {acts}, ptx sha256 {ptx_sha256}, "
-            f"measure config {config_hash}; measure it on a GPU machine (measure.backend: gpu) and commit the store",
-            repro=f"python -m chronos.stages.baseline --backend gpu --store {store}")
+Realize = Callable[[tuple[str, str], tuple[str, ...]], "str | None"]
+"""(recipe, actions) -> the PTX of that action set, None if it is not legal (see Variant.recipe). A
+module-level function (the search's space.realize_recipe): it is pickled to the compile processes."""
 
 
 class MeasurementBackend(Protocol):
@@ -42,6 +41,19 @@ class MeasurementBackend(Protocol):
                 baseline_ptx: str | None = None) -> list[Record]: ...
 
     def provenance(self) -> dict: ...
+
+    def close(self) -> None: ...
+
+
+class AtlasLookup(Protocol):
+    """What a ReplayBackend asks before its store (the search's atlas_replay.AtlasReplay): a record, or None
+    with the reason in `last_miss`."""
+
+    last_miss: str
+
+    def record(self, kernel: str, actions, ptx_sha256: str, config_hash: str) -> Record | None: ...
+
+    def close(self) -> None: ...
 
 
 @dataclass
@@ -53,38 +65,23 @@ class Compiled:
     cycles: tuple[str, bytes] | None
     note: str = ""
     ptx_sha: str = ""
-    sass: str = ""  # chronos.search.atlas.sass_key: equal for cubins that differ only in metadata
-
-
-@functools.lru_cache(maxsize=4)
-def _root_module(specs_json: str, entry: str):
-    from chronos.kernels.spec import load_module, load_specs
-
-    spec = next(s for s in load_specs(Path(specs_json)) if s.entry == entry)
-    return load_module(Path(specs_json), spec)
-
-
-def realize_recipe(recipe: tuple[str, str], actions: tuple[str, ...]) -> str:
-    """The PTX of `actions` on the kernel named by `recipe` (see Variant.recipe)."""
-    from chronos.ptx import emit
-    from chronos.search.space import realize
-
-    module = realize(_root_module(*recipe), actions, defer_ptxas=True)
-    if module is None:
-        raise MeasureError(f"{recipe[1]} [{'+'.join(actions)}]: not a legal set")
-    return emit(module)
+    sass: str = ""  # chronos.sass.sass_key: equal for cubins that differ only in metadata
 
 
 def compile_variant(ptx: str, spec: KernelSpec, arch: str, ptxas: str | None, with_cycles: bool = True,
-                    recipe: tuple | None = None) -> Compiled:
+                    recipe: tuple | None = None, realize: Realize | None = None) -> Compiled:
     """ptxas the PTX (raises PtxasError) and, for cycles, its %clock64-instrumented twin. With `recipe`
-    ((specs.json, entry), actions), the PTX is realised here first."""
+    ((specs.json, entry), actions), the PTX is realised here first, by `realize`."""
     from chronos.measure.instrument import instrument_text
-    from chronos.search.atlas import sass_key  # here: chronos.search imports this module
+    from chronos.sass import sass_key
     from chronos.toolchain import assemble
 
     if recipe is not None:
-        ptx = realize_recipe(*recipe)
+        if realize is None:
+            raise MeasureError(f"{recipe[0][1]}: a recipe variant needs a realize function (none was given)")
+        ptx = realize(*recipe)
+        if ptx is None:
+            raise MeasureError(f"{recipe[0][1]} [{'+'.join(recipe[1])}]: not a legal set")
     res = assemble(ptx, arch, ptxas=ptxas, name="variant")
     e = res.entries.get(spec.entry)
     regs = e.registers if e else 0
@@ -96,8 +93,21 @@ def compile_variant(ptx: str, spec: KernelSpec, arch: str, ptxas: str | None, wi
             cycles = (hashlib.sha256(inst.cubin).hexdigest(), inst.cubin)
         except Exception as ex:  # noqa: BLE001 - no cycles for this variant, said in its log
             note = f"no cycle instrumentation: {ex}"
-    return Compiled(res.cubin, hashlib.sha256(res.cubin).hexdigest(), regs, spills, cycles, note, sha256_text(ptx),
-                    sass_key(res.cubin, res.entries))
+    return Compiled(res.cubin, hashlib.sha256(res.cubin).hexdigest(), regs, spills, cycles, note,
+                    sha256_text(ptx), sass_key(res.cubin, res.entries))
+
+
+@dataclass
+class _Run:
+    """One measure_many call: its groups, their records so far, and the compiles and copies under way."""
+
+    groups: list[tuple[KernelSpec, list[Variant], str | None]]
+    results: list[list[Record | None]]
+    bases: dict[int, cf.Future] = field(default_factory=dict)  # group -> its baseline's compile
+    futs: dict[cf.Future, tuple[int, int]] = field(default_factory=dict)  # a compile -> (group, variant)
+    compiled: dict[tuple[int, int], Compiled] = field(default_factory=dict)
+    first_of: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)  # (kernel, SASS) -> job
+    copies: list[tuple[tuple[int, int], tuple[int, int]]] = field(default_factory=list)  # (copy, of job)
 
 
 def _b64(sha: str, cubin: bytes) -> list:
@@ -105,20 +115,24 @@ def _b64(sha: str, cubin: bytes) -> list:
 
 
 class GpuBackend:
-    """Pool + store. Use as a context manager (or call close()) to stop the workers."""
+    """Pool + store. Use as a context manager (or call close()) to stop the workers. `realize` realises
+    variants that come as a recipe (see Realize)."""
 
     def __init__(self, store_path: str | Path, config: MeasureConfig | None = None, *,
-                 ptxas: str | None = None, worker_argv=None, retry_invalid: bool = False):
+                 ptxas: str | None = None, worker_argv=None, retry_invalid: bool = False,
+                 realize: Realize | None = None):
         from chronos.measure.pool import WORKER_ARGV, WorkerPool
         from chronos.toolchain import find_ptxas, ptxas_version
 
         self.config = config or MeasureConfig()
         self.retry_invalid = retry_invalid  # re-measure stored invalid records (the newest record wins)
+        self.realize = realize
         self.store = Store(store_path)
         self.ptxas = str(ptxas or find_ptxas())
         self.ptxas_version = ptxas_version(self.ptxas)
-        self.pool = WorkerPool(self.config.gpus, argv=worker_argv or WORKER_ARGV, watchdog_s=self.config.watchdog_s,
-                               startup_timeout_s=self.config.startup_timeout_s)
+        cfg = self.config
+        self.pool = WorkerPool(cfg.gpus, argv=worker_argv or WORKER_ARGV, watchdog_s=cfg.watchdog_s,
+                               startup_timeout_s=cfg.startup_timeout_s)
         self.info = self.pool.start()
         # Processes, not threads: instrumenting a variant parses and prints PTX in Python, which would
         # serialise on the GIL. spawn, not fork: the pool's watchdog threads are already running.
@@ -126,11 +140,12 @@ class GpuBackend:
                                                mp_context=multiprocessing.get_context("spawn"))
 
     def provenance(self) -> dict:
-        return {"gpu": self.info.get("gpu", "?"), "driver": self.info.get("driver", "?"), "ptxas": self.ptxas_version}
+        return {"gpu": self.info.get("gpu", "?"), "driver": self.info.get("driver", "?"),
+                "ptxas": self.ptxas_version}
 
     def _record(self, spec: KernelSpec, v: Variant, **kw) -> Record:
-        base = {"kernel": spec.kernel, "ptx_sha256": "" if v.recipe else v.ptx_sha256, "cubin_sha256": "", "gpu": self.info["gpu"],
-                "driver": self.info["driver"], "ptxas": self.ptxas_version,
+        base = {"kernel": spec.kernel, "ptx_sha256": "" if v.recipe else v.ptx_sha256, "cubin_sha256": "",
+                "gpu": self.info["gpu"], "driver": self.info["driver"], "ptxas": self.ptxas_version,
                 "config_hash": self.config.config_hash(), "actions": tuple(v.actions), "valid": False}
         base.update(kw)
         return self.store.insert(Record(**base))
@@ -140,87 +155,109 @@ class GpuBackend:
         return self.measure_many([(spec, variants, baseline_ptx)])[0]
 
     def measure_many(self, groups: list[tuple[KernelSpec, list[Variant], str | None]]) -> list[list[Record]]:
-        """Several kernels' variants in one pipelined run: ptxas for all of them runs on the thread pool
+        """Several kernels' variants in one pipelined run: ptxas for all of them runs on the process pool
         while the GPU measures whichever is compiled first. Returns one list of records per group."""
-        cfg, ch, gpu = self.config, self.config.config_hash(), self.info["gpu"]
-        results: list[list[Record | None]] = [[None] * len(vs) for _, vs, _ in groups]
-        bases: dict[int, cf.Future] = {}
-        futs: dict[cf.Future, tuple[int, int]] = {}
-        for g, (spec, variants, baseline_ptx) in enumerate(groups):
+        run = _Run(groups, [[None] * len(vs) for _, vs, _ in groups])
+        for g in range(len(groups)):
+            self._submit(run, g)
+        if run.futs:
+            self.pool.run(self._jobs(run), functools.partial(self._on_result, run),
+                          worker_of=self._worker_of(groups))
+        for (g, i), src in run.copies:  # measured once in this run: the copies take its record
+            run.results[g][i] = self._copy(groups[g][0], groups[g][1][i], run.compiled[g, i],
+                                           run.results[src[0]][src[1]])
+        return run.results  # type: ignore[return-value]
+
+    def _submit(self, run: _Run, g: int) -> None:
+        """Answer group g's variants from the store where it can; submit the compiles of the others (and of
+        the group's baseline, which every measurement verifies against)."""
+        spec, variants, baseline_ptx = run.groups[g]
+        if baseline_ptx is None:
+            baseline_ptx = next((v.ptx for v in variants if not v.actions), None)
             if baseline_ptx is None:
-                baseline_ptx = next((v.ptx for v in variants if not v.actions), None)
-                if baseline_ptx is None:
-                    raise MeasureError(f"{spec.kernel}: no baseline PTX (pass baseline_ptx or a variant with no actions)")
-            todo = []
-            for i, v in enumerate(variants):
-                rec = None if v.recipe else self.store.latest(spec.kernel, v.ptx_sha256, ch, gpu=gpu,
-                                                              ptxas=self.ptxas_version)
-                if rec is not None and (rec.valid or not self.retry_invalid):
-                    results[g][i] = rec
-                else:
-                    todo.append(i)
-            if todo:
-                bases[g] = self.executor.submit(compile_variant, baseline_ptx, spec, cfg.arch, self.ptxas, False)
-                for i in todo:
-                    v = variants[i]
-                    recipe = (v.recipe, v.actions) if v.recipe else None
-                    futs[self.executor.submit(compile_variant, v.ptx, spec, cfg.arch, self.ptxas, True, recipe)] = (g, i)
-        compiled: dict[tuple[int, int], Compiled] = {}
-        first_of: dict[tuple[str, str], tuple[int, int]] = {}  # (kernel, cubin sha) -> job measuring it
-        copies: list[tuple[tuple[int, int], tuple[int, int]]] = []
+                raise MeasureError(f"{spec.kernel}: no baseline PTX (pass baseline_ptx or a variant with no "
+                                   "actions)")
+        if self.realize is None and any(v.recipe for v in variants):
+            raise MeasureError(f"{spec.kernel}: variants given as a recipe, but no realize function")
+        ch, cfg = self.config.config_hash(), self.config
+        todo = []
+        for i, v in enumerate(variants):
+            rec = None if v.recipe else self.store.latest(spec.kernel, v.ptx_sha256, ch, gpu=self.info["gpu"],
+                                                          ptxas=self.ptxas_version)
+            if rec is not None and (rec.valid or not self.retry_invalid):
+                run.results[g][i] = rec
+            else:
+                todo.append(i)
+        if not todo:
+            return
+        run.bases[g] = self.executor.submit(compile_variant, baseline_ptx, spec, cfg.arch, self.ptxas, False)
+        for i in todo:
+            v = variants[i]
+            recipe = (v.recipe, v.actions) if v.recipe else None
+            fut = self.executor.submit(compile_variant, v.ptx, spec, cfg.arch, self.ptxas, True, recipe,
+                                       self.realize)
+            run.futs[fut] = (g, i)
 
-        def jobs():
-            for fut in cf.as_completed(futs):
-                g, i = futs[fut]
-                spec, variants, _ = groups[g]
-                v = variants[i]
-                try:
-                    base = bases[g].result()
-                except PtxasError as e:
-                    results[g][i] = self._record(spec, v, reason="baseline_ptxas_error", log=f"{e}\n{e.log}")
-                    continue
-                try:
-                    c = fut.result()
-                except PtxasError as e:
-                    results[g][i] = self._record(spec, v, reason="ptxas_error", log=f"{e}\n{e.log}")
-                    continue
-                except MeasureError as e:  # a recipe that does not realise
-                    results[g][i] = self._record(spec, v, reason="illegal", log=str(e))
-                    continue
-                compiled[g, i] = c
-                prior = self.store.latest_by_cubin(c.sha, ch, kernel=spec.kernel, gpu=gpu)
-                if prior is not None and (prior.valid or not self.retry_invalid):
-                    results[g][i] = self._copy(spec, v, c, prior)
-                    continue
-                if (spec.kernel, c.sass) in first_of:  # same machine code as a variant of this run
-                    copies.append(((g, i), first_of[spec.kernel, c.sass]))
-                    continue
-                first_of[spec.kernel, c.sass] = (g, i)
-                yield {"id": f"{g}:{i}", "op": "measure", "spec": spec.to_json(), "config": cfg.to_json(),
-                       "baseline": _b64(base.sha, base.cubin), "variant": _b64(c.sha, c.cubin),
-                       "cycles": _b64(*c.cycles) if c.cycles else None, "_base": base.sha}
+    def _jobs(self, run: _Run):
+        """Worker jobs as compiles finish. A failed compile is recorded, a cubin the store has measured is
+        copied, and one with the SASS of a job of this run waits for that job's record."""
+        ch, gpu = self.config.config_hash(), self.info["gpu"]
+        for fut in cf.as_completed(run.futs):
+            g, i = run.futs[fut]
+            spec, variants, _ = run.groups[g]
+            pair = self._compiled(run, g, i, fut)
+            if pair is None:
+                continue
+            base, c = pair
+            run.compiled[g, i] = c
+            prior = self.store.latest_by_cubin(c.sha, ch, kernel=spec.kernel, gpu=gpu)
+            if prior is not None and (prior.valid or not self.retry_invalid):
+                run.results[g][i] = self._copy(spec, variants[i], c, prior)
+                continue
+            if (spec.kernel, c.sass) in run.first_of:  # same machine code as a variant of this run
+                run.copies.append(((g, i), run.first_of[spec.kernel, c.sass]))
+                continue
+            run.first_of[spec.kernel, c.sass] = (g, i)
+            yield {"id": f"{g}:{i}", "op": "measure", "spec": spec.to_json(), "config": self.config.to_json(),
+                   "baseline": _b64(base.sha, base.cubin), "variant": _b64(c.sha, c.cubin),
+                   "cycles": _b64(*c.cycles) if c.cycles else None, "_base": base.sha}
 
-        def on_result(job: dict, ans: dict) -> None:
-            g, i = map(int, job["id"].split(":"))
-            spec, variants, _ = groups[g]
-            c = compiled[g, i]
-            cyc, tm = ans.get("cycles") or {}, ans.get("time_ms") or {}
-            log = "\n".join(x for x in (ans.get("log", ""), c.note) if x)
-            results[g][i] = self._record(
-                spec, variants[i], ptx_sha256=c.ptx_sha, cubin_sha256=c.sha, valid=bool(ans.get("valid")), reason=ans.get("reason", ""),
-                log=log, cycles_median=cyc.get("median"), cycles_iqr=cyc.get("iqr"),
-                time_ms_median=tm.get("median"), time_ms_iqr=tm.get("iqr"), registers=c.registers,
-                spills=c.spills, extra={"cycles_n": cyc.get("n"), "time_n": tm.get("n"),
-                                        "baseline_cubin": job["_base"], "device": ans.get("device")})
+    def _compiled(self, run: _Run, g: int, i: int, fut: cf.Future) -> tuple[Compiled, Compiled] | None:
+        """(baseline, variant) compiled, or None once the failure is recorded as the variant's result."""
+        spec, variants, _ = run.groups[g]
+        v = variants[i]
+        try:
+            base = run.bases[g].result()
+        except PtxasError as e:
+            run.results[g][i] = self._record(spec, v, reason="baseline_ptxas_error", log=f"{e}\n{e.log}")
+            return None
+        try:
+            return base, fut.result()
+        except PtxasError as e:
+            run.results[g][i] = self._record(spec, v, reason="ptxas_error", log=f"{e}\n{e.log}")
+        except MeasureError as e:  # a recipe that does not realise
+            run.results[g][i] = self._record(spec, v, reason="illegal", log=str(e))
+        return None
 
-        if futs:
-            kernels = list(dict.fromkeys(spec.kernel for spec, _, _ in groups))  # each kernel: one GPU
-            turn = {k: i for i, k in enumerate(kernels)}
-            self.pool.run(jobs(), on_result, worker_of=(lambda job: turn[job["spec"]["kernel"]])
-                          if cfg.one_gpu_per_kernel else None)
-        for (g, i), src in copies:
-            results[g][i] = self._copy(groups[g][0], groups[g][1][i], compiled[g, i], results[src[0]][src[1]])
-        return results  # type: ignore[return-value]
+    def _on_result(self, run: _Run, job: dict, ans: dict) -> None:
+        g, i = map(int, job["id"].split(":"))
+        spec, variants, _ = run.groups[g]
+        c = run.compiled[g, i]
+        cyc, tm = ans.get("cycles") or {}, ans.get("time_ms") or {}
+        log = "\n".join(x for x in (ans.get("log", ""), c.note) if x)
+        run.results[g][i] = self._record(
+            spec, variants[i], ptx_sha256=c.ptx_sha, cubin_sha256=c.sha, valid=bool(ans.get("valid")),
+            reason=ans.get("reason", ""), log=log, cycles_median=cyc.get("median"), cycles_iqr=cyc.get("iqr"),
+            time_ms_median=tm.get("median"), time_ms_iqr=tm.get("iqr"), registers=c.registers,
+            spills=c.spills, extra={"cycles_n": cyc.get("n"), "time_n": tm.get("n"),
+                                    "baseline_cubin": job["_base"], "device": ans.get("device")})
+
+    def _worker_of(self, groups) -> Callable[[dict], int] | None:
+        """With one_gpu_per_kernel, each kernel's jobs go to one worker (kernels take turns)."""
+        if not self.config.one_gpu_per_kernel:
+            return None
+        turn = {k: i for i, k in enumerate(dict.fromkeys(spec.kernel for spec, _, _ in groups))}
+        return lambda job: turn[job["spec"]["kernel"]]
 
     def measure_rounds(self, groups: list[tuple[KernelSpec, Compiled, list[Compiled]]], rounds: int,
                        realloc: bool = False) -> list[list[dict]]:
@@ -243,15 +280,17 @@ class GpuBackend:
             out[g] = ans.get("results") or [{"valid": False, "reason": ans.get("reason", "worker_error"),
                                              "log": ans.get("log", "")} for _ in range(n)]
 
-        self.pool.run(jobs(), on_result, timeout_of=lambda job: self.config.watchdog_s * max(1, len(job["candidates"])))
+        self.pool.run(jobs(), on_result,
+                      timeout_of=lambda job: self.config.watchdog_s * max(1, len(job["candidates"])))
         return out
 
     def _copy(self, spec: KernelSpec, v: Variant, c: Compiled, prior: Record) -> Record:
         return self._record(
             spec, v, ptx_sha256=c.ptx_sha, cubin_sha256=c.sha, valid=prior.valid, reason=prior.reason,
             log=f"same cubin as ptx {prior.ptx_sha256} (record {prior.id}): not measured again",
-            cycles_median=prior.cycles_median, cycles_iqr=prior.cycles_iqr, time_ms_median=prior.time_ms_median,
-            time_ms_iqr=prior.time_ms_iqr, registers=c.registers, spills=c.spills,
+            cycles_median=prior.cycles_median, cycles_iqr=prior.cycles_iqr,
+            time_ms_median=prior.time_ms_median, time_ms_iqr=prior.time_ms_iqr, registers=c.registers,
+            spills=c.spills,
             extra={**prior.extra, "dedup_of": prior.id})
 
     def close(self) -> None:
@@ -266,30 +305,27 @@ class GpuBackend:
 
 
 class ReplayBackend:
-    """Answers from the atlas (`atlas.sqlite` beside the store, if there is one) for the kernels and sets it
-    covers, so that one kernel's answers all come from one run; else from the store: the newest record for
-    (kernel, PTX sha256, config) on any GPU."""
+    """Answers from `atlas` (if given; the atlas beside the store, see make_backend) for the kernels and sets
+    it covers, so that one kernel's answers all come from one run; else from the store: the newest record for
+    (kernel, PTX sha256, config) on any GPU, or on `gpu`. Only reads: the store is opened read-only."""
 
     def __init__(self, store_path: str | Path, config: MeasureConfig | None = None, *, gpu: str | None = None,
-                 atlas: str | Path | None = None):
+                 atlas: AtlasLookup | None = None):
         self.config = config or MeasureConfig()
         self.path = Path(store_path)
         if not self.path.is_file():
             raise MeasureError(f"replay store {self.path} does not exist",
                                repro=f"python -m chronos.stages.baseline --backend gpu --store {self.path}")
-        self.store = Store(self.path)
+        self.store = Store(self.path, readonly=True)
         self.gpu = gpu
         self._last: Record | None = None
-        atlas = Path(atlas) if atlas else self.path.parent / "atlas.sqlite"
-        self.atlas = None
-        if atlas.is_file() and gpu is None:
-            from chronos.search.atlas import AtlasReplay
-
-            self.atlas = AtlasReplay(atlas)
+        self.atlas = atlas
 
     def provenance(self) -> dict:
         r = self._last
-        return {"gpu": r.gpu, "driver": r.driver, "ptxas": r.ptxas} if r else {"gpu": "?", "driver": "?", "ptxas": "?"}
+        if r is None:
+            return {"gpu": "?", "driver": "?", "ptxas": "?"}
+        return {"gpu": r.gpu, "driver": r.driver, "ptxas": r.ptxas}
 
     def measure(self, spec: KernelSpec, variants: list[Variant], *,
                 baseline_ptx: str | None = None) -> list[Record]:
@@ -320,8 +356,11 @@ class ReplayBackend:
         self.close()
 
 
-def make_backend(name: str, store_path: str | Path, config: MeasureConfig | None = None, **kw):
-    """"gpu", "replay" or "auto" (gpu when `cuda_gpu_available()`, else replay)."""
+def make_backend(name: str, store_path: str | Path, config: MeasureConfig | None = None, *,
+                 open_atlas: Callable[[Path], AtlasLookup | None] | None = None, **kw):
+    """"gpu", "replay" or "auto" (gpu when `cuda_gpu_available()`, else replay). `open_atlas(store_path)`
+    gives a replay backend its atlas lookup; it is not called for one filtered to a `gpu`, which asks for
+    the store's records of that GPU."""
     if name == "auto":
         from chronos.toolchain import cuda_gpu_available
 
@@ -329,5 +368,12 @@ def make_backend(name: str, store_path: str | Path, config: MeasureConfig | None
     if name == "gpu":
         return GpuBackend(store_path, config, **kw)
     if name == "replay":
-        return ReplayBackend(store_path, config, **{k: v for k, v in kw.items() if k == "gpu"})
+        backend = ReplayBackend(store_path, config, gpu=kw.get("gpu"))
+        if open_atlas is not None and backend.gpu is None:
+            try:
+                backend.atlas = open_atlas(backend.path)
+            except BaseException:
+                backend.close()
+                raise
+        return backend
     raise MeasureError(f"measure.backend must be gpu, replay or auto, not {name!r}")

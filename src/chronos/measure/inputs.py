@@ -6,6 +6,7 @@ import re
 
 import numpy as np
 
+from chronos.errors import SpecError
 from chronos.kernels.spec import ArgSpec, KernelSpec
 
 NP_DTYPES = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16, "f64": np.float64, "i8": np.int8,
@@ -42,7 +43,7 @@ def init_buffer(arg: ArgSpec, rng: np.random.Generator, poison_byte: int = 0xFF)
     elif init == "poison":
         return poison(arg, poison_byte)
     else:
-        raise ValueError(f"unknown init {init!r} for {arg.name}")
+        raise SpecError(f"unknown init {init!r} for {arg.name}")
     return _cast(vals, arg.dtype)
 
 
@@ -79,7 +80,8 @@ def bit_mismatches(ref: dict[str, np.ndarray], got: dict[str, np.ndarray]) -> di
         rb, gb = np.ascontiguousarray(r).tobytes(), np.ascontiguousarray(g).tobytes()
         if rb == gb:  # the common case, at memcmp speed: the element count below costs ~40x more
             continue
-        rows = (np.frombuffer(rb, np.uint8).reshape(r.size, -1), np.frombuffer(gb, np.uint8).reshape(g.size, -1))
+        rows = (np.frombuffer(rb, np.uint8).reshape(r.size, -1),
+                np.frombuffer(gb, np.uint8).reshape(g.size, -1))
         bad[name] = int(np.count_nonzero(np.any(rows[0] != rows[1], axis=1)))
     return bad
 

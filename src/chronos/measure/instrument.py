@@ -18,7 +18,7 @@ from __future__ import annotations
 import copy
 import re
 
-from chronos.measure.config import MeasureError
+from chronos.errors import InstrumentError
 from chronos.ptx import emit, parse
 from chronos.ptx.ir import (
     Addr,
@@ -35,10 +35,6 @@ from chronos.ptx.ir import (
 )
 
 CYCLES_PARAM_SUFFIX = "chronos_cycles"
-
-
-class InstrumentError(MeasureError):
-    """The kernel cannot be instrumented (no such entry, no body)."""
 
 
 def _fresh_prefix(fn: Function, module_text: str) -> str:
@@ -61,10 +57,12 @@ def _prologue(p: str, param: str) -> list:
         Comment("// chronos: %clock64 instrumentation prologue"),
         _I("ld.param.u64", rd[0], Addr(_sym(param))),
         _I("cvta.to.global.u64", rd[0], rd[0]),
-        _I("mov.u32", r[0], s("%ctaid.x")), _I("mov.u32", r[1], s("%ctaid.y")), _I("mov.u32", r[2], s("%ctaid.z")),
+        _I("mov.u32", r[0], s("%ctaid.x")), _I("mov.u32", r[1], s("%ctaid.y")),
+        _I("mov.u32", r[2], s("%ctaid.z")),
         _I("mov.u32", r[3], s("%nctaid.x")), _I("mov.u32", r[4], s("%nctaid.y")),
         _I("mov.u32", r[5], s("%tid.x")), _I("mov.u32", r[6], s("%tid.y")), _I("mov.u32", r[7], s("%tid.z")),
-        _I("mov.u32", r[8], s("%ntid.x")), _I("mov.u32", r[9], s("%ntid.y")), _I("mov.u32", r[10], s("%ntid.z")),
+        _I("mov.u32", r[8], s("%ntid.x")), _I("mov.u32", r[9], s("%ntid.y")),
+        _I("mov.u32", r[10], s("%ntid.z")),
         # block id (64-bit: grids can exceed 2^32 threads in total)
         _I("mad.lo.u32", r[2], r[2], r[4], r[1]),            # ctaid.z*nctaid.y + ctaid.y
         _I("mul.wide.u32", rd[1], r[2], r[3]),               # (...)*nctaid.x

@@ -19,13 +19,9 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 
-from chronos.measure.config import MeasureError
+from chronos.errors import MeasureError, PoolError, WorkerDied, WorkerTimeout
 
 WORKER_ARGV = (sys.executable, "-m", "chronos.measure.worker")
-
-
-class PoolError(MeasureError):
-    """Workers cannot be started (no GPU, no pycuda, a broken environment)."""
 
 
 class WorkerHandle:
@@ -124,14 +120,6 @@ class WorkerHandle:
         self.kill()
 
 
-class WorkerTimeout(MeasureError):
-    """A worker did not answer in time."""
-
-
-class WorkerDied(MeasureError):
-    """A worker exited or broke the protocol."""
-
-
 class WorkerPool:
     """`gpus` workers; `run` feeds them jobs from one queue, one thread per worker."""
 
@@ -205,7 +193,8 @@ class WorkerPool:
                 except BaseException as e:  # noqa: BLE001 - surfaced to the caller below
                     errors.append(e)
 
-        threads = [threading.Thread(target=serve, args=(w, q), daemon=True) for w, q in zip(self.workers, queues, strict=True)]
+        threads = [threading.Thread(target=serve, args=(w, q), daemon=True)
+                   for w, q in zip(self.workers, queues, strict=True)]
         for t in threads:
             t.start()
         try:

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
+from chronos.config import MeasureConfig
+from chronos.errors import CudaFault, MeasureError
 from chronos.kernels.spec import KernelSpec
-from chronos.measure.config import MeasureConfig, MeasureError
 from chronos.measure.inputs import NP_DTYPES, bit_mismatches, draw_inputs, scalar_value, stats, unwritten
 
 # pycuda error text -> CUDA error name; the names that are not sticky leave the context usable.
@@ -39,15 +40,6 @@ NOT_STICKY = {"CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "CUDA_ERROR_OUT_OF_MEMORY", 
               "CUDA_ERROR_NO_BINARY_FOR_GPU", "CUDA_ERROR_INVALID_IMAGE"}
 _TYPECODE = {"f32": "f", "f16": "H", "bf16": "H", "f64": "d", "i8": "b", "u8": "B", "i16": "h", "i32": "i",
              "u32": "I", "i64": "q", "u64": "Q"}
-
-
-class CudaFault(MeasureError):
-    """A CUDA error while running a variant. `name` is the CUDA error name; sticky => context is gone."""
-
-    def __init__(self, name: str, message: str, *, sticky: bool):
-        super().__init__(f"{name}: {message}")
-        self.name = name
-        self.sticky = sticky
 
 
 def classify(message: str) -> tuple[str, bool]:
@@ -131,7 +123,8 @@ class GpuRunner:
     def info(self) -> dict:
         cc = self.dev.compute_capability()
         cuda = self.drv.get_driver_version()
-        return {"gpu": str(self.dev.name()), "driver": f"{driver_version()} (CUDA {cuda // 1000}.{cuda % 1000 // 10})",
+        return {"gpu": str(self.dev.name()),
+                "driver": f"{driver_version()} (CUDA {cuda // 1000}.{cuda % 1000 // 10})",
                 "cc": f"{cc[0]}.{cc[1]}"}
 
     def close(self) -> None:
@@ -255,7 +248,8 @@ class GpuRunner:
         result["time_ms"] = stats(self._time_samples(var_k, args, cfg, cfg.reps, cfg.warmup))
         if cycles is not None:
             cyc_k = self._kernel(cycles[0], cycles[1], spec, extra_ptr=True)
-            result["cycles"] = stats(self._cycle_samples(cyc_k, spec, args, cfg, cfg.cycle_samples, min(cfg.warmup, 3)))
+            result["cycles"] = stats(self._cycle_samples(cyc_k, spec, args, cfg, cfg.cycle_samples,
+                                                         min(cfg.warmup, 3)))
         return result
 
     def measure_rounds(self, spec: KernelSpec, cfg: MeasureConfig, baseline: tuple[str, bytes],
@@ -293,7 +287,8 @@ class GpuRunner:
                 if realloc and r:
                     spacer = self._call(self.drv.mem_alloc, 256 * rng.randrange(1, 8192))
                     fresh = self._alloc(spec)
-                    self._upload(spec, fresh, self._inputs(spec, cfg.seed, 0, cfg.poison_byte), cfg.poison_byte)
+                    self._upload(spec, fresh, self._inputs(spec, cfg.seed, 0, cfg.poison_byte),
+                                 cfg.poison_byte)
                 try:
                     argv = self._args(spec, fresh) if fresh else args
                     for i in order:
@@ -308,7 +303,8 @@ class GpuRunner:
         finally:
             self._free(bufs.values())
 
-    def _time_samples(self, k: _Kernel, args: list, cfg: MeasureConfig, reps: int, warmup: int) -> list[float]:
+    def _time_samples(self, k: _Kernel, args: list, cfg: MeasureConfig, reps: int,
+                      warmup: int) -> list[float]:
         drv = self.drv
         if cfg.flush_l2 and self.flush is None:
             self.flush = self._call(drv.mem_alloc, cfg.l2_flush_bytes)
@@ -338,7 +334,8 @@ class GpuRunner:
                 raise MeasureError("the GPU row-maximum helper disagrees with numpy")
         return self.rowmax
 
-    def _rowmax(self, nbytes: int, rows: np.ndarray | None = None, buf=None, n: int = 0, cols: int = 0) -> np.ndarray:
+    def _rowmax(self, nbytes: int, rows: np.ndarray | None = None, buf=None, n: int = 0,
+                cols: int = 0) -> np.ndarray:
         """Row maxima of an int64 [n, cols] matrix on the device (`buf`), or of `rows` uploaded first."""
         _, fn, threads = self._rowmax_kernel()
         owned = buf is None

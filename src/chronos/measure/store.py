@@ -2,11 +2,15 @@
 
 One row per measurement, keyed by kernel, ptx_sha256, cubin_sha256, gpu, driver, ptxas version and the
 measurement config hash. The latest row wins for a key; stages resume from it, the replay backend answers
-from it, and `latest_by_cubin` lets identical SASS be measured only once.
+from it (read-only), and `latest_by_cubin` lets identical SASS be measured only once.
+
+Every open runs `PRAGMA quick_check` (a damaged b-tree can return altered rows without any error) and every
+SQLite error becomes a StoreError naming the file; the atlas uses the same `open_sqlite` and `sqlite_errors`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import threading
@@ -14,7 +18,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from chronos.measure.config import MeasureError
+from chronos.errors import StoreError
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS measurements (
@@ -43,10 +47,6 @@ CREATE TRIGGER IF NOT EXISTS no_update BEFORE UPDATE ON measurements
 CREATE TRIGGER IF NOT EXISTS no_delete BEFORE DELETE ON measurements
     BEGIN SELECT RAISE(ABORT, 'measurements are append-only'); END;
 """
-
-
-class StoreError(MeasureError):
-    """The store cannot be opened or written."""
 
 
 @dataclass
@@ -85,29 +85,71 @@ _COLS = ("kernel", "ptx_sha256", "cubin_sha256", "gpu", "driver", "ptxas", "conf
          "reason", "log", "extra", "created_at")
 
 
+def open_sqlite(path: Path, what: str, *, readonly: bool, table: str | None, **kw) -> sqlite3.Connection:
+    """Connect to `path` (read-only through a `mode=ro` URI, so that reading never writes, not even a schema
+    into an empty file) and check it: quick_check must pass and `table`, if given, must exist (an empty or
+    truncated file has none). Raises StoreError naming the file."""
+    try:
+        if readonly:
+            db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, **kw)
+        else:
+            db = sqlite3.connect(str(path), **kw)
+    except sqlite3.Error as e:
+        raise StoreError(f"cannot open {what} {path}: {e}") from e
+    try:
+        with sqlite_errors(path, what):
+            problems = [r[0] for r in db.execute("PRAGMA quick_check(3)")]
+            if problems != ["ok"]:
+                raise StoreError(f"{what} {path} is damaged (PRAGMA quick_check: "
+                                 f"{'; '.join(problems)[:300]}); restore it from its committed copy")
+            if table and db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                                    (table,)).fetchone() is None:
+                raise StoreError(f"{what} {path} has no table {table!r} (an empty or truncated file?)")
+    except StoreError:
+        db.close()
+        raise
+    return db
+
+
+@contextlib.contextmanager
+def sqlite_errors(path: Path, what: str, doing: str = "read"):
+    """SQLite errors in the block (a damaged page met while reading rows, say) -> StoreError naming it."""
+    try:
+        yield
+    except sqlite3.Error as e:
+        raise StoreError(f"cannot {doing} {what} {path}: {type(e).__name__}: {e}") from e
+
+
 def _now() -> str:
     t = time.time()
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t % 1 * 1e6):06d}Z"
 
 
 class Store:
-    """Thread-safe handle on one store file (one connection, serialised by a lock)."""
+    """Thread-safe handle on one store file (one connection, serialised by a lock). `readonly`: for replay,
+    which must not create the file, its schema or anything else in it."""
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, *, readonly: bool = False):
         self.path = Path(path)
-        try:
+        if not readonly:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=60)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            self.db.executescript(SCHEMA)
-            self.db.commit()
-        except sqlite3.Error as e:
-            raise StoreError(f"cannot open measurement store {self.path}: {e}") from e
+        self.db = open_sqlite(self.path, "measurement store", readonly=readonly,
+                              table="measurements" if readonly else None,
+                              check_same_thread=False, timeout=60)
+        if not readonly:
+            try:
+                self.db.execute("PRAGMA journal_mode=WAL")
+                self.db.execute("PRAGMA synchronous=NORMAL")
+                self.db.executescript(SCHEMA)
+                self.db.commit()
+            except sqlite3.Error as e:
+                self.db.close()
+                raise StoreError(f"cannot open measurement store {self.path}: {e}") from e
         self.lock = threading.Lock()
 
     def journal_mode(self) -> str:
-        return self.db.execute("PRAGMA journal_mode").fetchone()[0]
+        with sqlite_errors(self.path, "measurement store"):
+            return self.db.execute("PRAGMA journal_mode").fetchone()[0]
 
     def insert(self, rec: Record) -> Record:
         rec.created_at = rec.created_at or _now()
@@ -127,15 +169,17 @@ class Store:
         return rec
 
     def _rows(self, where: str, params: list) -> list[Record]:
-        with self.lock:
-            cur = self.db.execute(f"SELECT id, {', '.join(_COLS)} FROM measurements WHERE {where} ORDER BY id DESC",
-                                  params)
-            rows = cur.fetchall()
+        with self.lock, sqlite_errors(self.path, "measurement store"):
+            rows = self.db.execute(f"SELECT id, {', '.join(_COLS)} FROM measurements WHERE {where} "
+                                   "ORDER BY id DESC", params).fetchall()
         out = []
         for r in rows:
             d = dict(zip(("id", *_COLS), r, strict=True))
-            d["actions"] = tuple(json.loads(d["actions"]))
-            d["extra"] = json.loads(d["extra"])
+            try:
+                d["actions"] = tuple(json.loads(d["actions"]))
+                d["extra"] = json.loads(d["extra"])
+            except ValueError as e:  # a damaged value that still decodes as text
+                raise StoreError(f"cannot read measurement store {self.path}: record {d['id']}: {e}") from e
             d["valid"] = bool(d["valid"])
             out.append(Record(**d))
         return out

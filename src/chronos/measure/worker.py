@@ -1,14 +1,14 @@
 """The measurement worker: one process, one CUDA context, JSON lines on stdin/stdout.
 
-    python -m chronos.measure.worker          (started by chronos.measure.pool; CUDA_VISIBLE_DEVICES picks the GPU)
+    python -m chronos.measure.worker    (started by chronos.measure.pool; CUDA_VISIBLE_DEVICES picks the GPU)
 
 Protocol (one JSON object per line; stdout carries nothing else, stray prints go to stderr):
   worker -> {"hello": {"gpu", "driver", "cc", "pid"}} once the context exists;
   parent -> {"id", "op": "measure", "spec", "config", "baseline": [sha, b64 cubin], "variant": [...],
              "cycles": [...] | null};
   worker -> {"id", "valid", "reason", "log", "time_ms"?, "cycles"?, "exit"?};
-  parent -> {"id", "op": "rounds", "spec", "config", "baseline", "candidates": [[variant, cycles], ...], "rounds",
-            "realloc"};
+  parent -> {"id", "op": "rounds", "spec", "config", "baseline", "candidates": [[variant, cycles], ...],
+            "rounds", "realloc"};
   worker -> {"id", "valid": true, "results": [{"valid", "reason", "log", "time_ms"?, "cycles"?}, ...]}
             (GpuRunner.measure_rounds), or a fault answer as above, which concerns the whole group.
 After a sticky CUDA error the worker answers {"reason": "fault:<CUDA error name>", "exit": true} and exits
@@ -23,8 +23,8 @@ import os
 import sys
 import traceback
 
+from chronos.config import MeasureConfig
 from chronos.kernels.spec import KernelSpec
-from chronos.measure.config import MeasureConfig
 
 STICKY_EXIT = 3
 
@@ -36,7 +36,7 @@ def _cubin(pair) -> tuple[str, bytes] | None:
 
 
 def handle(runner, req: dict) -> dict:
-    from chronos.measure.runner import CudaFault
+    from chronos.errors import CudaFault
 
     rid = req.get("id")
     try:
@@ -47,7 +47,8 @@ def handle(runner, req: dict) -> dict:
             results = runner.measure_rounds(spec, cfg, _cubin(req["baseline"]), cands, int(req["rounds"]),
                                            bool(req.get("realloc", False)))
             return {"id": rid, "valid": True, "reason": "", "log": "", "results": results}
-        out = runner.measure(spec, cfg, _cubin(req["baseline"]), _cubin(req["variant"]), _cubin(req.get("cycles")))
+        out = runner.measure(spec, cfg, _cubin(req["baseline"]), _cubin(req["variant"]),
+                             _cubin(req.get("cycles")))
     except CudaFault as f:
         return {"id": rid, "valid": False, "reason": f"fault:{f.name}", "log": str(f), "exit": f.sticky}
     except Exception as e:  # noqa: BLE001 - any other failure is this variant's, reported with its traceback
@@ -75,7 +76,7 @@ def main() -> int:
         if req.get("op") == "quit":
             break
         res = handle(runner, req)
-        send({**res, "device": os.environ.get("CUDA_VISIBLE_DEVICES")})  # which GPU measured it, for the record
+        send({**res, "device": os.environ.get("CUDA_VISIBLE_DEVICES")})  # the GPU that measured it, recorded
         if res.get("exit"):
             os._exit(STICKY_EXIT)  # the context is poisoned: no cleanup through it
     runner.close()

@@ -94,8 +94,8 @@ def _memo(ins: Instruction, slot: str, compute):
 def defs_uses(ins: Instruction) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Registers an instruction writes and reads (vector elements, address bases and the guard included).
 
-    A predicated write is also counted as a read of the old value: if the guard is false the register keeps it.
-    wgmma/mma accumulators are both written and read. Memoised on the instruction's content.
+    A predicated write is also counted as a read of the old value: if the guard is false the register keeps
+    it. wgmma/mma accumulators are both written and read. Memoised on the instruction's content.
     """
     return _memo(ins, "_defs_uses", _defs_uses)
 
@@ -259,6 +259,17 @@ def basic_blocks(fn: Function) -> list[BasicBlock]:
     An indirect branch (brx.idx) or a call's return is modelled conservatively: brx targets every label.
     """
     body = fn.body or []
+    blocks = _split_blocks(body)
+    by_label = _label_blocks(body, blocks)
+    for b in blocks:
+        _link_successors(body, b, len(blocks), by_label)
+    for b in blocks:
+        for s in b.succs:
+            blocks[s].preds.append(b.index)
+    return blocks
+
+
+def _split_blocks(body: list[Statement]) -> list[BasicBlock]:
     blocks: list[BasicBlock] = []
     start = 0
     for i, s in enumerate(body):
@@ -270,6 +281,11 @@ def basic_blocks(fn: Function) -> list[BasicBlock]:
             start = i + 1
     if start < len(body) or not blocks:
         blocks.append(BasicBlock(len(blocks), start, len(body)))
+    return blocks
+
+
+def _label_blocks(body: list[Statement], blocks: list[BasicBlock]) -> dict[str, int]:
+    """Name each block after its leading label(s); return {label: block index}."""
     by_label: dict[str, int] = {}
     for b in blocks:
         for s in body[b.start:b.end]:
@@ -278,23 +294,22 @@ def basic_blocks(fn: Function) -> list[BasicBlock]:
                 b.label = b.label or s.name
             elif not isinstance(s, Comment):
                 break
-    for b in blocks:
-        last = next((s for s in reversed(body[b.start:b.end]) if isinstance(s, Instruction)), None)
-        falls = True
-        if last is not None and last.op in _BRANCH_OPS:
-            if last.op == "brx":
-                b.succs.extend(by_label.values())
-            else:
-                tgt = next((o.name for o in last.operands if isinstance(o, Sym)), None)
-                if tgt in by_label:
-                    b.succs.append(by_label[tgt])
-            falls = last.pred is not None  # a guarded branch may fall through
-        elif last is not None and last.op in _TERMINATOR_OPS:
-            falls = last.pred is not None
-        if falls and b.index + 1 < len(blocks):
-            b.succs.append(b.index + 1)
-        b.succs = list(dict.fromkeys(b.succs))
-    for b in blocks:
-        for s in b.succs:
-            blocks[s].preds.append(b.index)
-    return blocks
+    return by_label
+
+
+def _link_successors(body: list[Statement], b: BasicBlock, n_blocks: int, by_label: dict[str, int]) -> None:
+    last = next((s for s in reversed(body[b.start:b.end]) if isinstance(s, Instruction)), None)
+    falls = True
+    if last is not None and last.op in _BRANCH_OPS:
+        if last.op == "brx":
+            b.succs.extend(by_label.values())
+        else:
+            tgt = next((o.name for o in last.operands if isinstance(o, Sym)), None)
+            if tgt in by_label:
+                b.succs.append(by_label[tgt])
+        falls = last.pred is not None  # a guarded branch may fall through
+    elif last is not None and last.op in _TERMINATOR_OPS:
+        falls = last.pred is not None
+    if falls and b.index + 1 < n_blocks:
+        b.succs.append(b.index + 1)
+    b.succs = list(dict.fromkeys(b.succs))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from chronos.errors import PTXParseError
+from chronos.ptx.fastpath import section_end
 from chronos.ptx.ir import Comment, Directive, Function, Module, Param
 from chronos.ptx.statements import StatementParser, resolve_plain_registers
 
@@ -57,10 +58,10 @@ class _Parser(StatementParser):
         t = self.peek()
         if t.kind != "word" or not t.text.startswith("."):
             raise self.error("expected a directive at module scope")
-        j = self.i
-        while j < self.last and self.toks[j].text in _LINKAGE:
-            j += 1
-        if self.toks[j].text in (".entry", ".func"):
+        k = 0
+        while self.peek(k).text in _LINKAGE:
+            k += 1
+        if self.peek(k).text in (".entry", ".func"):
             return self.function()
         if t.text in (".file", ".loc"):
             toks = self.until_eol()
@@ -71,6 +72,11 @@ class _Parser(StatementParser):
         return Directive(t.text, self.slice(first, last))
 
     def section(self) -> Directive:
+        start = self.peek().start
+        end = section_end(self.text, start) if self.fast else None
+        if end is not None:
+            self.seek(end)
+            return Directive(".section", self.text[start:end])
         first = self.next()
         depth, last = 0, first
         while True:
@@ -171,24 +177,34 @@ class _Parser(StatementParser):
             raise self.error(f"parameter {name} has no type")
         p.dtype, p.name = dtype, name
         if self.peek().text == "[":
-            first = self.next()
-            while self.peek().text != "]":
-                if self.peek().kind in ("eof", "nl") or self.peek().text in (",", ")"):
-                    raise self.error("unterminated parameter array")
-                self.next()
-            p.array = self.slice(first, self.next())
+            p.array = self.param_array()
         return p
 
-    # ------------------------------------------------------------ bodies
+    def param_array(self) -> str:
+        """`[16]` after a parameter name, kept as written."""
+        first = self.next()
+        while self.peek().text != "]":
+            if self.peek().kind in ("eof", "nl") or self.peek().text in (",", ")"):
+                raise self.error("unterminated parameter array")
+            self.next()
+        return self.slice(first, self.next())
+
 def parse(text: str, file: str | None = None) -> Module:
     """Parse PTX text into a Module. Raises chronos.errors.PTXParseError (with .line/.column) on bad input."""
+    return parse_with(text, file)
+
+
+def parse_with(text: str, file: str | None = None, *, fast: bool = True) -> Module:
+    """`parse`; fast=False sends every body statement through the token parser instead of the line fast
+    path (same result, several times slower: the reference that tests compare the fast path against)."""
     if not isinstance(text, str):
         raise TypeError("parse() takes PTX text (str)")
     p = _Parser(text, file)
+    p.fast = fast
     try:
         return p.module()
     except PTXParseError:
         raise
-    except (ValueError, IndexError, KeyError, AttributeError, TypeError) as exc:  # defensive: never leak these
+    except (ValueError, IndexError, KeyError, AttributeError, TypeError) as exc:  # defensive: never leak them
         line, col = p.line_col(p.peek().start)
         raise PTXParseError(f"malformed PTX: {exc}", line=line, column=col, file=file) from exc

@@ -24,23 +24,48 @@ from chronos.ptx.ir import (
     Vec,
 )
 
+# Indentation follows `{ }` nesting up to this depth and stays there: real kernels nest a level or two, and
+# without a cap a file of N nested braces would print O(N^2) tabs (20,000 braces: 400 MB).
+MAX_INDENT = 8
+_INDENT = ["\t" * i for i in range(MAX_INDENT + 1)]
+
+
+def _format_addr(op: Addr) -> str:
+    base = format_operand(op.base)
+    if op.offset == 0:
+        return f"[{base}]"
+    return f"[{base}+{op.offset}]"  # PTX spells a negative offset `+-8`
+
+
+def _format_vec(op: Vec) -> str:
+    return "{" + ", ".join([format_operand(e) for e in op.elems]) + "}"
+
+
+_FORMAT = {  # by exact type, the common case; subclasses go through the isinstance chain below
+    Reg: lambda op: op.name,
+    Sym: lambda op: op.name,
+    Imm: lambda op: op.text,
+    Raw: lambda op: op.text,
+    Neg: lambda op: "!" + op.inner.name,
+    Addr: _format_addr,
+    Vec: _format_vec,
+}
+
 
 def format_operand(op: Operand) -> str:
+    fmt = _FORMAT.get(type(op))
+    if fmt is not None:
+        return fmt(op)
     if isinstance(op, (Reg, Sym)):
         return op.name
-    if isinstance(op, Imm):
+    if isinstance(op, (Imm, Raw)):
         return op.text
     if isinstance(op, Neg):
         return "!" + op.inner.name
     if isinstance(op, Vec):
-        return "{" + ", ".join(format_operand(e) for e in op.elems) + "}"
+        return _format_vec(op)
     if isinstance(op, Addr):
-        base = format_operand(op.base)
-        if op.offset == 0:
-            return f"[{base}]"
-        return f"[{base}+{op.offset}]"  # PTX spells a negative offset `+-8`
-    if isinstance(op, Raw):
-        return op.text
+        return _format_addr(op)
     raise TypeError(f"not an operand: {op!r}")
 
 
@@ -50,7 +75,7 @@ def format_instruction(ins: Instruction) -> str:
         guard = f"@{'!' if ins.pred_neg else ''}{ins.pred} "
     if not ins.operands:
         return f"{guard}{ins.opcode};"
-    return f"{guard}{ins.opcode} \t{', '.join(format_operand(o) for o in ins.operands)};"
+    return f"{guard}{ins.opcode} \t{', '.join([format_operand(o) for o in ins.operands])};"
 
 
 def _format_param(p: Param) -> str:
@@ -68,8 +93,7 @@ def _format_param(p: Param) -> str:
     return " ".join(parts)
 
 
-def _format_statement(s: Statement, depth: int) -> str:
-    ind = "\t" * depth
+def _format_statement(s: Statement, ind: str) -> str:
     if isinstance(s, Instruction):
         return ind + format_instruction(s)
     if isinstance(s, Label):
@@ -102,16 +126,20 @@ def _emit_function(fn: Function, out: list[str]) -> None:
         out.append(";")
         return
     out.append("{")
-    depth = 1
+    depth, ind = 1, _INDENT[1]
     for s in fn.body:
-        if isinstance(s, ScopeOpen):
-            out.append("\t" * depth + "{")
+        if type(s) is Instruction:  # the common case first
+            out.append(ind + format_instruction(s))
+        elif isinstance(s, ScopeOpen):
+            out.append(ind + "{")
             depth += 1
+            ind = _INDENT[min(depth, MAX_INDENT)]
         elif isinstance(s, ScopeClose):
             depth = max(1, depth - 1)
-            out.append("\t" * depth + "}")
+            ind = _INDENT[min(depth, MAX_INDENT)]
+            out.append(ind + "}")
         else:
-            out.append(_format_statement(s, depth))
+            out.append(_format_statement(s, ind))
     out.append("}")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from chronos.ptx.cursor import TokenCursor
+from chronos.ptx.fastpath import FastBody
 from chronos.ptx.ir import (
     Addr,
     Comment,
@@ -30,37 +31,51 @@ LINE_DIRECTIVES = {".loc", ".file", ".version", ".target", ".address_size"}
 class StatementParser(TokenCursor):
     """Parses what sits between an entry's braces."""
 
+    fast = True  # False: every statement through the tokens (the reference the fast path is tested against)
+
     def body(self) -> list[Statement]:
         out: list[Statement] = []
-        depth = 0
+        depth: int | None = 0
+        fast = FastBody(self) if self.fast else None
         while True:
-            t = self.peek()
-            if t.kind == "nl":
-                self.next()
-            elif t.kind == "eof":
-                raise self.error("unterminated function body", t)
-            elif t.kind == "comment":
-                out.append(Comment(self.next().text))
-            elif t.text == "{" and t.kind == "punct":
-                self.next()
-                out.append(ScopeOpen())
-                depth += 1
-            elif t.text == "}" and t.kind == "punct":
-                self.next()
-                if depth == 0:
+            if fast is not None:
+                depth = fast.run(out, depth)
+                if depth is None:
                     return out
-                out.append(ScopeClose())
-                depth -= 1
-            elif t.kind == "word" and self.peek(1).text == ":" and self.peek(1).kind == "punct":
-                self.next()
-                self.next()
-                out.append(Label(t.text))
-            elif t.kind == "word" and t.text.startswith(".") and not t.text.startswith(".."):
-                out.append(self.body_directive())
-            elif t.text == "@" or t.kind == "word":
-                out.append(self.instruction())
-            else:
-                raise self.error("expected an instruction, label or directive")
+            depth = self.body_token(out, depth)
+            if depth is None:
+                return out
+
+    def body_token(self, out: list[Statement], depth: int) -> int | None:
+        """Consume a newline or one statement; return the new scope depth, or None after the closing '}'."""
+        t = self.peek()
+        if t.kind == "nl":
+            self.next()
+        elif t.kind == "eof":
+            raise self.error("unterminated function body", t)
+        elif t.kind == "comment":
+            out.append(Comment(self.next().text))
+        elif t.text == "{" and t.kind == "punct":
+            self.next()
+            out.append(ScopeOpen())
+            return depth + 1
+        elif t.text == "}" and t.kind == "punct":
+            self.next()
+            if depth == 0:
+                return None
+            out.append(ScopeClose())
+            return depth - 1
+        elif t.kind == "word" and self.peek(1).text == ":" and self.peek(1).kind == "punct":
+            self.next()
+            self.next()
+            out.append(Label(t.text))
+        elif t.kind == "word" and t.text.startswith(".") and not t.text.startswith(".."):
+            out.append(self.body_directive())
+        elif t.text == "@" or t.kind == "word":
+            out.append(self.instruction())
+        else:
+            raise self.error("expected an instruction, label or directive")
+        return depth
 
     def body_directive(self) -> Statement:
         t = self.peek()
@@ -111,7 +126,7 @@ class StatementParser(TokenCursor):
             self.skip_nl_comments()
             if self.peek().text == ";" and self.peek().kind == "punct":
                 self.next()
-                return Instruction(op.text, operands, pred, neg, line=self.line_col(start.start)[0])
+                return Instruction(op.text, operands, pred, neg, line=self.line_of(start.start))
             operands.append(self.operand())
             self.skip_nl_comments()
             t = self.peek()
@@ -133,16 +148,9 @@ class StatementParser(TokenCursor):
             if t.kind == "eof":
                 raise self.error("unterminated instruction", t)
             if t.kind == "punct":
-                if t.text in "[({":
-                    depth += 1
-                elif t.text in "])}":
-                    depth -= 1
-                    if depth < 0:
-                        raise self.error("unbalanced bracket", t)
-                elif t.text in ",;" and depth == 0:
+                depth = self.nest(t, depth)
+                if depth is None:
                     break
-                elif t.text == ";":
-                    raise self.error("';' inside brackets", t)
             if t.kind == "nl":
                 self.next()
                 continue
@@ -152,6 +160,20 @@ class StatementParser(TokenCursor):
         if not toks:
             raise self.error("empty operand", first)
         return self.classify(toks)
+
+    def nest(self, t: Token, depth: int) -> int | None:
+        """Bracket depth after punctuation t in an operand; None at the ',' or ';' that ends the operand."""
+        if t.text in "[({":
+            return depth + 1
+        if t.text in "])}":
+            if depth == 0:
+                raise self.error("unbalanced bracket", t)
+            return depth - 1
+        if t.text in ",;" and depth == 0:
+            return None
+        if t.text == ";":
+            raise self.error("';' inside brackets", t)
+        return depth
 
     def classify(self, toks: list[Token]) -> Operand:
         texts = [t.text for t in toks]
@@ -198,7 +220,8 @@ class StatementParser(TokenCursor):
 def resolve_plain_registers(body: list[Statement]) -> list[Statement]:
     """Registers may be declared without '%' (`.reg .pred complete;` in Triton's inline asm): turn the Sym
     operands that name such a register into Regs, so that def/use analysis sees them."""
-    plain = {n for s in body if isinstance(s, RegDecl) for n, c in s.names if c is None and not n.startswith("%")}
+    plain = {n for s in body if isinstance(s, RegDecl)
+             for n, c in s.names if c is None and not n.startswith("%")}
     if not plain:
         return body
 

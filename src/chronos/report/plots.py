@@ -50,9 +50,9 @@ def bc_curves(history: list[dict], out: Path) -> Path:
     return _save(fig, ax, out)
 
 
-def grpo_curves(curves_csv: Path, out: Path) -> Path:
-    """Greedy-rollout mean cycle change of the policy per GRPO epoch (train and held-out kernels)."""
-    df = pd.read_csv(curves_csv)
+def grpo_curves(df: pd.DataFrame, out: Path) -> Path:
+    """Greedy-rollout mean cycle change of the policy per GRPO epoch (train and held-out kernels):
+    grpo_curves.csv as `chronos.report.tables.read_grpo_curves` returns it."""
     fig, ax = plt.subplots(figsize=(6.5, 3.5))
     for col, label in (("train_mean_change", "train kernels"), ("heldout_mean_change", "held-out kernels")):
         if col in df and df[col].notna().any():
@@ -66,10 +66,13 @@ def grpo_curves(curves_csv: Path, out: Path) -> Path:
 def triton_bars(rows: list[dict], search: dict | None, out: Path) -> Path:
     """Per Triton kernel: the optimize path's cycle speedup, beside greedy's and random's best."""
     names = [r["kernel"] for r in rows]
-    refs = {s: {k["kernel"]: k for k in (search or {}).get(s, []) if "error" not in k} for s in ("greedy", "random")}
-    series = {"policy (optimize path)": [r["optimize"]["speedup_cycles"] if "optimize" in r else np.nan for r in rows]}
+    refs = {s: {k["kernel"]: k for k in (search or {}).get(s, []) if "error" not in k}
+            for s in ("greedy", "random")}
+    series = {"policy (optimize path)": [r["optimize"]["speedup_cycles"] if "optimize" in r else np.nan
+                                         for r in rows]}
     for s, by in refs.items():
-        series[s] = [by[n]["baseline"]["cycles"] / by[n]["best"]["cycles"] if n in by else np.nan for n in names]
+        series[s] = [by[n]["baseline"]["cycles"] / by[n]["best"]["cycles"] if n in by else np.nan
+                     for n in names]
     x = np.arange(len(names))
     width = 0.8 / len(series)
     fig, ax = plt.subplots(figsize=(max(10, 0.35 * len(names)), 4.8))

@@ -1,18 +1,17 @@
-"""Per-kernel comparison of baseline, greedy, random and (when measured) the oracle, and summary metrics."""
+"""Per-kernel comparison of baseline, greedy, random and (when measured) the oracle, and summary metrics.
+
+The functions take the reports already parsed (the stage reads them, so a bad file is named there);
+an optional report that was not produced is None.
+"""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-
-def _load(path: Path | None) -> dict | None:
-    if path is None or not Path(path).is_file():
-        return None
-    return json.loads(Path(path).read_text())
+from chronos.errors import ChronosError
 
 
 def _by_kernel(report: dict | None) -> dict[str, dict]:
@@ -26,8 +25,8 @@ def _policy_rows(training: dict | None) -> dict[str, dict]:
     out = {}
     for k in (training or {}).get("kernels", []):
         ok = k.get("valid") and k.get("final_cycles") is not None
-        out[k["kernel"]] = {"best": {"cycles": k["final_cycles"] if ok else k["baseline_cycles"], "cycles_iqr": None,
-                                     "actions": k.get("sequence", [])},
+        out[k["kernel"]] = {"best": {"cycles": k["final_cycles"] if ok else k["baseline_cycles"],
+                                     "cycles_iqr": None, "actions": k.get("sequence", [])},
                             "change": k["change"] if ok else 0.0, "evaluated": None, "split": k.get("split")}
     return out
 
@@ -40,22 +39,22 @@ def _log_gain(changes: pd.Series) -> float:
     return float(np.mean(-np.log1p(changes)))
 
 
-def search_table(baseline: Path, greedy: Path, random: Path | None = None, oracle: Path | None = None,
-                 training: Path | None = None, family: str = "gemm_tile") -> pd.DataFrame:
+def search_table(baseline: dict, greedy: dict, random: dict | None = None, oracle: dict | None = None,
+                 training: dict | None = None, family: str = "gemm_tile") -> pd.DataFrame:
     """One row per kernel of `family`: baseline cycles (median, IQR) and, per strategy (greedy, random,
     oracle, and the GRPO policy's greedy rollout), best cycles, the relative change and the action set.
     Missing strategies (not run, or not on that kernel) are NaN. The policy's invalid finals count as 0
     change (the optimize path returns the baseline)."""
-    base = _load(baseline)
-    strategies = {"greedy": _by_kernel(_load(greedy)), "random": _by_kernel(_load(random)),
-                  "oracle": _by_kernel(_load(oracle)), "policy": _policy_rows(_load(training))}
+    strategies = {"greedy": _by_kernel(greedy), "random": _by_kernel(random),
+                  "oracle": _by_kernel(oracle), "policy": _policy_rows(training)}
     rows = []
-    for k in base["kernels"]:
+    for k in baseline["kernels"]:
         if k.get("family") != family:
             continue
         # The strategies replay the atlas, whose baseline is the emitted root PTX measured in the atlas run;
         # baseline.json measured the kernel file itself in an earlier run. Compare like with like.
-        ref = (strategies["oracle"].get(k["kernel"]) or strategies["greedy"].get(k["kernel"]) or {}).get("baseline")
+        ref = (strategies["oracle"].get(k["kernel"]) or strategies["greedy"].get(k["kernel"])
+               or {}).get("baseline")
         if ref:
             base_row = (ref["cycles"], ref["cycles_iqr"], ref["time_ms"])
         else:
@@ -75,8 +74,8 @@ def search_table(baseline: Path, greedy: Path, random: Path | None = None, oracl
     return pd.DataFrame(rows)
 
 
-def summary_metrics(table: pd.DataFrame, bc_stats: Path | None, predictions: Path | None,
-                    baseline: Path, triton: Path | None = None, confirm: Path | None = None) -> dict:
+def summary_metrics(table: pd.DataFrame, bc_stats: dict | None, predictions: dict | None,
+                    baseline: dict, triton: dict | None = None, confirm: dict | None = None) -> dict:
     """Plain numbers for `dvc exp show` (reports/metrics.json)."""
     out: dict = {}
     for name in STRATEGIES:
@@ -90,7 +89,7 @@ def summary_metrics(table: pd.DataFrame, bc_stats: Path | None, predictions: Pat
                                                 "greedy_mean": float(both["greedy_change"].mean()),
                                                 "random_mean": float(both["random_change"].mean())}
     for split in ("train", "heldout"):
-        t = table[(table["split"] == split)].dropna(subset=["policy_change", "oracle_change", "greedy_change"])
+        t = table[table["split"] == split].dropna(subset=["policy_change", "oracle_change", "greedy_change"])
         if len(t):
             out[f"{split}_kernels"] = len(t)
             out[f"{split}_policy_mean_change"] = float(t["policy_change"].mean())
@@ -99,38 +98,61 @@ def summary_metrics(table: pd.DataFrame, bc_stats: Path | None, predictions: Pat
             out[f"{split}_oracle_fraction"] = _log_gain(t["policy_change"]) / _log_gain(t["oracle_change"])
             out[f"{split}_distinct_sequences"] = int(t["policy_actions"].nunique())
     if table["policy_change"].notna().any():
-        out["policy_distinct_sequences"] = int(table.loc[table["policy_change"].notna(), "policy_actions"].nunique())
-    base = _load(baseline)
-    out["baseline_valid"] = sum(k["valid"] for k in base["kernels"])
-    out["baseline_kernels"] = len(base["kernels"])
-    bc = _load(bc_stats)
-    if bc:
-        out["bc_train_acc"] = bc.get("best_train_acc")
-        out["bc_heldout_acc"] = bc.get("best_heldout_acc")
-    pred = _load(predictions)
-    if pred:
-        seqs = ["+".join(k["predicted"]) for k in pred["kernels"]]
+        ran = table["policy_change"].notna()
+        out["policy_distinct_sequences"] = int(table.loc[ran, "policy_actions"].nunique())
+    out["baseline_valid"] = sum(k["valid"] for k in baseline["kernels"])
+    out["baseline_kernels"] = len(baseline["kernels"])
+    if bc_stats:
+        out["bc_train_acc"] = bc_stats.get("best_train_acc")
+        out["bc_heldout_acc"] = bc_stats.get("best_heldout_acc")
+    if predictions:
+        seqs = ["+".join(k["predicted"]) for k in predictions["kernels"]]
         out["predicted_distinct_sequences"] = len(set(seqs))
         out["predicted_kernels"] = len(seqs)
-    tri = _load(triton)
-    if tri:
-        s = tri["summary"]
-        out.update(triton_kernels=s["kernels"], triton_measured=s["measured"],
-                   triton_geomean_speedup=s["geomean_speedup_cycles"], triton_geomean_speedup_time=s["geomean_speedup_time"],
-                   triton_wrong_outputs=s["wrong_outputs"], triton_slower=s["slower_than_baseline"],
-                   triton_faster=s["verdicts"].get("faster", 0), triton_distinct_sequences=s["distinct_sequences"])
-        if b := s.get("beam"):
-            out.update({f"triton_beam_{k}": b[k] for k in ("k", "kernels", "incomplete", "faster", "slower_in_time",
-                                                          "rejected_slower_in_time", "wrong_outputs",
-                                                          "candidates_measured") if k in b},
-                       triton_beam_geomean_speedup=b["geomean_speedup_cycles"],
-                       triton_beam_geomean_speedup_time=b["geomean_speedup_time"])
-    conf = _load(confirm)
-    if conf:
-        for split in ("train", "heldout"):
-            c = conf["summary"][split]
-            out.update({f"confirmed_{split}_{k}": c[k] for k in (
-                "kernels", "oracle_mean_change", "policy_mean_change", "greedy_mean_change", "fixed_mean_change",
-                "policy_oracle_fraction", "policy_unconfirmed", "distinct_oracle_sets")})
-        out["confirmed_kernels_beating_fixed_set"] = len(conf["summary"]["all"]["kernels_beating_fixed_set"])
+    if triton:
+        out.update(_triton_metrics(triton["summary"]))
+    if confirm:
+        out.update(_confirm_metrics(confirm["summary"]))
     return out
+
+
+def _triton_metrics(s: dict) -> dict:
+    """measure_triton_results.json's summary: the top-1 optimize path and, when run, the beam (top k)."""
+    out = {"triton_kernels": s["kernels"], "triton_measured": s["measured"],
+           "triton_geomean_speedup": s["geomean_speedup_cycles"],
+           "triton_geomean_speedup_time": s["geomean_speedup_time"],
+           "triton_wrong_outputs": s["wrong_outputs"], "triton_slower": s["slower_than_baseline"],
+           "triton_faster": s["verdicts"].get("faster", 0),
+           "triton_distinct_sequences": s["distinct_sequences"]}
+    if b := s.get("beam"):
+        out.update({f"triton_beam_{k}": b[k] for k in (
+                        "k", "kernels", "incomplete", "faster", "slower_in_time", "rejected_slower_in_time",
+                        "wrong_outputs", "candidates_measured") if k in b},
+                   triton_beam_geomean_speedup=b["geomean_speedup_cycles"],
+                   triton_beam_geomean_speedup_time=b["geomean_speedup_time"])
+    return out
+
+
+def _confirm_metrics(summary: dict) -> dict:
+    """confirm.json's summary, per split, and how many kernels beat the best fixed set."""
+    out = {}
+    for split in ("train", "heldout"):
+        c = summary[split]
+        out.update({f"confirmed_{split}_{k}": c[k] for k in (
+            "kernels", "oracle_mean_change", "policy_mean_change", "greedy_mean_change", "fixed_mean_change",
+            "policy_oracle_fraction", "policy_unconfirmed", "distinct_oracle_sets")})
+    out["confirmed_kernels_beating_fixed_set"] = len(summary["all"]["kernels_beating_fixed_set"])
+    return out
+
+
+def read_grpo_curves(path: Path) -> pd.DataFrame:
+    """grpo_curves.csv (stage grpo, one row per epoch); an unreadable one is an error naming the file."""
+    try:
+        df = pd.read_csv(path)
+    except FileNotFoundError:
+        raise ChronosError(f"{path}: GRPO curves not found (run the stage that writes it first)") from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
+        raise ChronosError(f"{path}: GRPO curves are not valid CSV (truncated or corrupt?): {e}") from None
+    if "epoch" not in df.columns:
+        raise ChronosError(f"{path}: GRPO curves have no 'epoch' column (truncated or corrupt?)")
+    return df

@@ -1,1 +1,3 @@
-"""Reinforcement learning: the policy, and (in later issues) the environment, BC and DA-GRPO."""
+"""Reinforcement learning: the policy (policy), its checkpoints (checkpoint), the observation layout and the
+greedy/beam decoders over a legality rule (decode), the Gymnasium env (env), behaviour cloning (bc) and
+DA-GRPO (grpo)."""

@@ -9,49 +9,48 @@ returned policy is the one of the best epoch (held-out accuracy, or train accura
 from __future__ import annotations
 
 import copy
+import numbers
 import random
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
 
 import torch
 import torch.nn.functional as F
 
-from chronos.actions import ACTION_INDEX, ACTION_NAMES
+from chronos.actions import ACTION_INDEX, ACTION_NAMES, NUM_ACTIONS
+from chronos.config import BCConfig
+from chronos.errors import TrainingError
+from chronos.features import NUM_FEATURES
 from chronos.rl.policy import TransformPolicy
 
 
-@dataclass
-class BCArgs:
-    epochs: int = 50
-    """Passes over the training demonstrations (the seed's 50)."""
-    lr: float = 1e-3
-    """Adam learning rate."""
-    batch_size: int = 64
-    """Demonstrations per gradient step."""
-    weight_decay: float = 1e-4
-    """Adam (L2) weight decay."""
-    seed: int = 0
-    """Seeds the initial weights, the kernel split and the batch order."""
-    heldout_fraction: float = 0.25
-    """Fraction of the demonstrations' kernels held out (ignored when heldout_kernels is given)."""
-    heldout_kernels: list[str] | None = None
-    """Explicit held-out kernel names; the other kernels train."""
-    hidden: int = 128
-    """Hidden width of the policy MLP."""
-    dropout: float = 0.1
-    """Dropout after each hidden layer (on while training, off for accuracy)."""
-    log: object = field(default=None, repr=False)
-    """Optional callable(str) for one progress line per epoch."""
-
-
-def split_kernels(kernels: list[str], args: BCArgs) -> tuple[list[str], list[str]]:
-    """(train, held-out) kernel names, deterministic for a seed."""
+def split_kernels(kernels: Iterable[str], cfg: BCConfig,
+                  heldout_kernels: Sequence[str] | None = None) -> tuple[list[str], list[str]]:
+    """(train, held-out) kernel names, deterministic for a seed: the explicit `heldout_kernels` (those
+    present), else a seeded `cfg.heldout_fraction` of them."""
     names = sorted(set(kernels))
-    if args.heldout_kernels is not None:
-        held = sorted(set(args.heldout_kernels) & set(names))
+    if heldout_kernels is not None:
+        held = sorted(set(heldout_kernels) & set(names))
     else:
-        n = round(len(names) * args.heldout_fraction)
-        held = sorted(random.Random(args.seed).sample(names, n)) if n else []
+        n = round(len(names) * cfg.heldout_fraction)
+        held = sorted(random.Random(cfg.seed).sample(names, n)) if n else []
     return [k for k in names if k not in held], held
+
+
+_WIDTHS = {"features": NUM_FEATURES, "mask": NUM_ACTIONS, "history": NUM_ACTIONS}
+
+
+def _check_demos(demos: Sequence[dict]) -> None:
+    """Demonstrations come from a file: a malformed one is bad data (TrainingError), not a crash."""
+    for i, d in enumerate(demos):
+        if not isinstance(d, dict) or not isinstance(d.get("kernel"), str):
+            raise TrainingError(f"demonstration {i}: not an object with a 'kernel' name")
+        if d.get("action") not in ACTION_INDEX:
+            raise TrainingError(f"demonstration {i} ({d['kernel']}): unknown action {d.get('action')!r}")
+        for key, width in _WIDTHS.items():
+            v = d.get(key)
+            if isinstance(v, str | bytes) or not hasattr(v, "__len__") or len(v) != width \
+                    or not all(isinstance(x, numbers.Real) for x in v):
+                raise TrainingError(f"demonstration {i} ({d['kernel']}): {key!r} must be {width} numbers")
 
 
 def _tensors(demos: list[dict]) -> tuple[torch.Tensor, ...]:
@@ -83,56 +82,71 @@ def confusion(policy, data) -> dict[str, dict[str, int]]:
     return out
 
 
-def train_bc(demos: list[dict], args: BCArgs) -> tuple[TransformPolicy, dict]:
-    """Fit a TransformPolicy to `demos`; returns (policy of the best epoch, in eval mode; stats)."""
+def _datasets(demos: list[dict], cfg: BCConfig, heldout_kernels: Sequence[str] | None):
+    """(train kernels, held-out kernels, train tensors, held-out tensors), checked."""
     if not demos:
-        raise ValueError("behaviour cloning needs at least one demonstration")
-    train_k, held_k = split_kernels([d["kernel"] for d in demos], args)
+        raise TrainingError("behaviour cloning needs at least one demonstration")
+    _check_demos(demos)
+    train_k, held_k = split_kernels([d["kernel"] for d in demos], cfg, heldout_kernels)
     train = _tensors([d for d in demos if d["kernel"] in set(train_k)])
     held = _tensors([d for d in demos if d["kernel"] in set(held_k)]) if held_k else _tensors([])
     if not len(train[3]):
-        raise ValueError("no training demonstrations left after holding out kernels")
+        raise TrainingError("no training demonstrations left after holding out kernels")
     # a demo's action must be allowed by its own mask, or the masked cross-entropy would be infinite
     bad = (train[1].gather(1, train[3][:, None]).squeeze(1) < 0.5) & (train[3] != ACTION_INDEX["stop"])
     if bad.any():
-        raise ValueError(f"{int(bad.sum())} demonstrations choose an action their mask forbids")
+        raise TrainingError(f"{int(bad.sum())} demonstrations choose an action their mask forbids")
+    return train_k, held_k, train, held
 
-    torch.manual_seed(args.seed)
-    policy = TransformPolicy(hidden=args.hidden, dropout=args.dropout)
-    opt = torch.optim.Adam(policy.parameters(), lr=args.lr, weight_decay=args.weight_decay)
-    gen = torch.Generator().manual_seed(args.seed)
-    n = len(train[3])
+
+def _epoch(policy: TransformPolicy, opt: torch.optim.Optimizer, train, gen: torch.Generator,
+           batch_size: int) -> float:
+    """One shuffled pass (dropout on); the mean loss per demonstration."""
+    policy.train()
+    total = 0.0
+    for idx in torch.randperm(len(train[3]), generator=gen).split(batch_size):
+        logits = policy(train[0][idx], train[1][idx], train[2][idx])
+        # masked logits hold float32.min, so their softmax weight is exactly 0 (no -inf NaNs)
+        loss = F.cross_entropy(logits, train[3][idx])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        total += loss.item() * len(idx)
+    policy.eval()
+    return total / len(train[3])
+
+
+def train_bc(demos: list[dict], cfg: BCConfig, heldout_kernels: Sequence[str] | None = None,
+             log: Callable[[str], None] | None = None) -> tuple[TransformPolicy, dict]:
+    """Fit a TransformPolicy to `demos`; returns (policy of the best epoch, in eval mode; stats).
+
+    `heldout_kernels`: the kernels never trained on (None: a seeded `cfg.heldout_fraction` of them).
+    `log` gets one progress line per epoch."""
+    train_k, held_k, train, held = _datasets(demos, cfg, heldout_kernels)
+    torch.manual_seed(cfg.seed)
+    policy = TransformPolicy(hidden=cfg.hidden, dropout=cfg.dropout)
+    opt = torch.optim.Adam(policy.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    gen = torch.Generator().manual_seed(cfg.seed)
     history, best_score, best_epoch, best_state = [], -1.0, 0, None
-    for epoch in range(1, args.epochs + 1):
-        policy.train()
-        total = 0.0
-        for idx in torch.randperm(n, generator=gen).split(args.batch_size):
-            logits = policy(train[0][idx], train[1][idx], train[2][idx])
-            # masked logits hold float32.min, so their softmax weight is exactly 0 (no -inf NaNs)
-            loss = F.cross_entropy(logits, train[3][idx])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            total += loss.item() * len(idx)
-        policy.eval()
-        row = {"epoch": epoch, "loss": total / n, "train_acc": _accuracy(policy, train),
+    for epoch in range(1, cfg.epochs + 1):
+        loss = _epoch(policy, opt, train, gen, cfg.batch_size)
+        row = {"epoch": epoch, "loss": loss, "train_acc": _accuracy(policy, train),
                "heldout_acc": _accuracy(policy, held)}
         history.append(row)
         score = row["heldout_acc"] if row["heldout_acc"] is not None else row["train_acc"]
         if score > best_score:  # strictly better: ties keep the earlier (less fitted) epoch
             best_score, best_epoch, best_state = score, epoch, copy.deepcopy(policy.state_dict())
-        if args.log:
-            args.log(f"bc epoch {epoch:3d} loss {row['loss']:.4f} train {row['train_acc']:.3f} "
-                     f"held-out {row['heldout_acc'] if row['heldout_acc'] is not None else '-'}")
+        if log:
+            log(f"bc epoch {epoch:3d} loss {row['loss']:.4f} train {row['train_acc']:.3f} "
+                f"held-out {row['heldout_acc'] if row['heldout_acc'] is not None else '-'}")
     policy.load_state_dict(best_state)
     policy.eval()
-    stats = {
+    return policy, {
         "train_kernels": train_k, "heldout_kernels": held_k,
-        "n_train": n, "n_heldout": len(held[3]),
+        "n_train": len(train[3]), "n_heldout": len(held[3]),
         "history": history, "best_epoch": best_epoch,
         "best_train_acc": history[best_epoch - 1]["train_acc"],
         "best_heldout_acc": history[best_epoch - 1]["heldout_acc"],
         "confusion_train": confusion(policy, train),
         "confusion_heldout": confusion(policy, held) if held_k else {},
     }
-    return policy, stats

@@ -1,7 +1,7 @@
 """DA-GRPO: Demonstration-Anchored Group Relative Policy Optimisation (the seed's method, shared/SEED.md).
 
 Per epoch and per training kernel, a group of `group_size` (8) rollouts:
-  * 1 anchor: the reference (BC) policy's greedy rollout (`anchor="greedy"`, default; "sample" samples it),
+  * 1 anchor: the reference (BC) policy's greedy rollout (`anchor: greedy`, default; "sample" samples it),
     so every group holds what the demonstrations would do;
   * 7 with a forced first action: distinct legal first transforms drawn without replacement (seeded); when a
     kernel has fewer legal first transforms than that, the rest sample their first action. After the first
@@ -19,7 +19,8 @@ Choices the seed leaves open, made here:
   * Dropout is off throughout (rollouts and updates) so that ratios are not dropout noise.
   * `update_iters` gradient steps per epoch batch (the clip only acts from the second).
 Rollouts of all kernels advance in lockstep, so each step is one batched forward, and the env caches each
-state's features and mask, so a variant is transformed once for the whole run.
+state's features and mask, so a variant is transformed once for the whole run. Evaluation is the shared
+greedy decoder (chronos.rl.decode) over the env's spaces, the same one inference runs on a raw PTX.
 """
 
 from __future__ import annotations
@@ -28,76 +29,26 @@ import copy
 import math
 import random
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
-from chronos.actions import ACTION_NAMES, NUM_ACTIONS, STOP
-from chronos.errors import ChronosError
-from chronos.features import NUM_FEATURES
+from chronos.actions import ACTION_INDEX, ACTION_NAMES, NUM_ACTIONS, STOP
+from chronos.config import GRPOConfig
+from chronos.errors import TrainingDivergedError, TrainingError
+from chronos.rl.decode import greedy_decode, split_obs
 from chronos.rl.env import TransformEnv
 from chronos.rl.policy import TransformPolicy
 from chronos.search.base import Outcome
 
 
-class TrainingDivergedError(ChronosError):
-    """The policy's loss or weights stopped being finite: the step size is too large for this problem."""
-
-    def __init__(self, epoch: int, what: str):
-        super().__init__(f"GRPO diverged at epoch {epoch}: {what}; lower grpo.lr or grpo.update_iters "
-                         "(params.yaml) and rerun", repro="dvc exp run -S grpo.lr=0.0003")
-        self.epoch = epoch
-
-
-@dataclass
-class GRPOArgs:
-    epochs: int = 450
-    """Training epochs (the seed's 450); each runs one group per training kernel."""
-    group_size: int = 8
-    """Rollouts per kernel per epoch: 1 anchor + (group_size - 1) with forced first actions."""
-    clip_eps: float = 0.2
-    """PPO clip range of the probability ratio."""
-    beta: float = 0.01
-    """Weight of KL(current || reference) in the loss."""
-    lr: float = 3e-4
-    """Adam learning rate."""
-    update_iters: int = 4
-    """Gradient steps on each epoch's batch."""
-    max_grad_norm: float = 1.0
-    """Gradient-norm clip per step (0: off)."""
-    temperature_start: float = 1.0
-    """Sampling temperature at the first epoch."""
-    temperature_end: float = 0.5
-    """Sampling temperature at the last epoch."""
-    temperature_schedule: str = "linear"
-    """How the temperature goes from start to end: linear | cosine | exponential | constant (start only)."""
-    anchor: str = "greedy"
-    """How the reference policy rolls out the anchor: greedy | sample (at the epoch's temperature)."""
-    forced_step_in_loss: bool = True
-    """Whether a forced first action enters the loss (with the same ratio as the sampled steps)."""
-    max_steps: int = 6
-    """Most transforms per rollout (the env's truncation)."""
-    step_cost: float = 0.0
-    """Reward cost per applied transform (0: the seed's outcome-only reward)."""
-    invalid_penalty: float = -1.0
-    """Reward of a rollout whose final variant is invalid."""
-    seed: int = 0
-    """Seeds forced-action draws and sampling."""
-    train_kernels: list[str] | None = None
-    """Kernels trained on (None: every env kernel not held out)."""
-    heldout_kernels: list[str] = field(default_factory=list)
-    """Kernels never trained on; evaluated greedily each epoch for the curves (never for model selection)."""
-    log_interval: int = 10
-    """Print a progress line every this many epochs (0: never)."""
-
-
-def temperature(args: GRPOArgs, epoch: int) -> float:
+def temperature(cfg: GRPOConfig, epoch: int) -> float:
     """The sampling temperature of epoch `epoch` (1-based)."""
-    frac = 0.0 if args.epochs <= 1 else (epoch - 1) / (args.epochs - 1)
-    a, b = args.temperature_start, args.temperature_end
-    kind = args.temperature_schedule
+    frac = 0.0 if cfg.epochs <= 1 else (epoch - 1) / (cfg.epochs - 1)
+    a, b = cfg.temperature_start, cfg.temperature_end
+    kind = cfg.temperature_schedule
     if kind == "constant":
         return a
     if kind == "linear":
@@ -106,13 +57,13 @@ def temperature(args: GRPOArgs, epoch: int) -> float:
         return b + (a - b) * 0.5 * (1 + math.cos(math.pi * frac))
     if kind == "exponential":
         return a * (b / a) ** frac
-    raise ValueError(f"temperature_schedule must be linear, cosine, exponential or constant, not {kind!r}")
+    raise ValueError(f"unhandled temperature_schedule {kind!r}")  # GRPOConfig admits only the four above
 
 
 @dataclass
 class Rollout:
     kernel: str
-    mode: str  # anchor | forced | sample | greedy
+    mode: str  # anchor | forced | sample (training) | greedy (evaluation)
     forced: int | None = None
     key: tuple[str, ...] = ()  # canonical set applied so far (the final set once done)
     states: list[tuple[str, ...]] = field(default_factory=list)  # the state before each decision
@@ -126,13 +77,12 @@ class Rollout:
         return [ACTION_NAMES[a] for a in self.actions if a != STOP]
 
 
-def split_obs(obs: torch.Tensor):
-    return obs[:, :NUM_FEATURES], obs[:, NUM_FEATURES:NUM_FEATURES + NUM_ACTIONS], obs[:, NUM_FEATURES + NUM_ACTIONS:]
-
-
-def run_rollouts(env: TransformEnv, rollouts: list[Rollout], policy: TransformPolicy, reference: TransformPolicy,
-                 temp: float, gen: torch.Generator, max_steps: int, anchor: str = "greedy") -> None:
-    """Advance every rollout to its end in lockstep: one batched forward per step for all of them."""
+def run_rollouts(env: TransformEnv, rollouts: list[Rollout], policy: TransformPolicy,
+                 reference: TransformPolicy, temp: float, gen: torch.Generator, max_steps: int,
+                 anchor: str = "greedy") -> None:
+    """Advance every training rollout (anchor, forced, sample) to its end in lockstep: one batched forward
+    per step for all of them. Both draws are made every step, whoever uses them, so the generator's stream
+    does not depend on the group's modes."""
     for t in range(max_steps):
         active = [r for r in rollouts if not r.done]
         if not active:
@@ -143,14 +93,12 @@ def run_rollouts(env: TransformEnv, rollouts: list[Rollout], policy: TransformPo
             ref_logits = reference(*split_obs(obs)) if any(r.mode == "anchor" for r in active) else logits
             sampled = torch.multinomial(torch.softmax(logits / temp, -1), 1, generator=gen).squeeze(1)
             ref_sampled = torch.multinomial(torch.softmax(ref_logits / temp, -1), 1, generator=gen).squeeze(1)
-        greedy, ref_greedy = logits.argmax(-1), ref_logits.argmax(-1)
+        ref_greedy = ref_logits.argmax(-1)
         for i, r in enumerate(active):
             if r.mode == "forced" and t == 0:
                 a = r.forced
             elif r.mode == "anchor":
                 a = int(ref_sampled[i] if anchor == "sample" else ref_greedy[i])
-            elif r.mode == "greedy":
-                a = int(greedy[i])
             else:
                 a = int(sampled[i])
             r.states.append(r.key)
@@ -173,10 +121,13 @@ def score(env: TransformEnv, rollouts: list[Rollout]) -> None:
             r.reward, r.outcome = rew, out
 
 
-def greedy_eval(env: TransformEnv, policy: TransformPolicy, kernels: list[str], max_steps: int) -> list[Rollout]:
-    """The policy's greedy rollout on each kernel, scored."""
-    rs = [Rollout(k, "greedy") for k in kernels]
-    run_rollouts(env, rs, policy, policy, 1.0, torch.Generator(), max_steps)
+def greedy_eval(env: TransformEnv, policy: TransformPolicy, kernels: Iterable[str],
+                max_steps: int) -> list[Rollout]:
+    """The policy's greedy rollout on each kernel (the shared decoder over the env's spaces), scored."""
+    kernels = list(kernels)
+    decoded = greedy_decode([env.space(k) for k in kernels], policy, max_steps)
+    rs = [Rollout(k, "greedy", key=d.key, actions=[ACTION_INDEX[a] for a in d.sequence], done=True)
+          for k, d in zip(kernels, decoded, strict=True)]
     score(env, rs)
     return rs
 
@@ -212,7 +163,8 @@ def advantages(groups: list[list[float]]) -> list[list[float]]:
     return [((c - mu) / (sd + 1e-8)).tolist() for c in centred]
 
 
-def grpo_loss(policy: TransformPolicy, obs, actions, adv, old_logp, ref_logp_all, clip_eps: float, beta: float):
+def grpo_loss(policy: TransformPolicy, obs, actions, adv, old_logp, ref_logp_all, clip_eps: float,
+              beta: float):
     """(loss, surrogate, kl, clip fraction) for a batch of decisions."""
     logits = policy(*split_obs(obs))
     allowed = logits > torch.finfo(torch.float32).min  # what the mask (plus stop) allows
@@ -226,88 +178,141 @@ def grpo_loss(policy: TransformPolicy, obs, actions, adv, old_logp, ref_logp_all
     return surr + beta * kl, surr.detach(), kl.detach(), clip_frac
 
 
-def train_grpo(policy: TransformPolicy, reference: TransformPolicy, env: TransformEnv, args: GRPOArgs,
-               on_epoch: Callable[[dict, TransformPolicy], None] | None = None,
+
+@dataclass
+class DecisionBatch:
+    """Every decision of an epoch's rollouts, with what the loss needs fixed at collection time."""
+
+    obs: torch.Tensor
+    actions: torch.Tensor
+    adv: torch.Tensor
+    old_logp: torch.Tensor
+    ref_logp_all: torch.Tensor
+
+
+def _split(env: TransformEnv, train_kernels: Iterable[str] | None,
+           heldout_kernels: Iterable[str]) -> tuple[list[str], list[str]]:
+    """(train, held-out) kernel names: held-out ones the env lacks are dropped; train defaults to the rest."""
+    held = [k for k in heldout_kernels if k in env.kernels]
+    train = list(train_kernels) if train_kernels is not None else [k for k in env.names if k not in held]
+    if not train:
+        raise TrainingError("no training kernels: every kernel of the env is held out")
+    unknown = [k for k in train if k not in env.kernels]
+    if unknown:
+        raise TrainingError(f"training kernels not in the env: {', '.join(unknown)}")
+    return train, held
+
+
+def collect_groups(env: TransformEnv, policy: TransformPolicy, reference: TransformPolicy, kernels: list[str],
+                   cfg: GRPOConfig, temp: float, rng: random.Random,
+                   gen: torch.Generator) -> list[list[Rollout]]:
+    """One scored group per kernel, all rolled out in lockstep."""
+    groups = [make_group(env, k, cfg.group_size, rng) for k in kernels]
+    flat = [r for g in groups for r in g]
+    run_rollouts(env, flat, policy, reference, temp, gen, cfg.max_steps, cfg.anchor)
+    score(env, flat)
+    return groups
+
+
+def decision_batch(env: TransformEnv, groups: list[list[Rollout]], policy: TransformPolicy,
+                   reference: TransformPolicy, forced_step_in_loss: bool) -> DecisionBatch:
+    """Each decision with its rollout's advantage, and the old and reference log-probabilities."""
+    adv = advantages([[r.reward for r in g] for g in groups])
+    obs, acts, advs = [], [], []
+    for g, ag in zip(groups, adv, strict=True):
+        for r, a in zip(g, ag, strict=True):
+            for t, (key, act) in enumerate(zip(r.states, r.actions, strict=True)):
+                if r.mode == "forced" and t == 0 and not forced_step_in_loss:
+                    continue
+                obs.append(env.space(r.kernel).obs(key))
+                acts.append(act)
+                advs.append(a)
+    obs_t = torch.from_numpy(np.stack(obs))
+    acts_t = torch.tensor(acts)
+    with torch.no_grad():
+        old_logp = torch.log_softmax(policy(*split_obs(obs_t)), -1).gather(1, acts_t[:, None]).squeeze(1)
+        ref_logp_all = torch.log_softmax(reference(*split_obs(obs_t)), -1)
+    return DecisionBatch(obs_t, acts_t, torch.tensor(advs, dtype=torch.float32), old_logp, ref_logp_all)
+
+
+def update(policy: TransformPolicy, opt: torch.optim.Optimizer, batch: DecisionBatch, cfg: GRPOConfig,
+           epoch: int) -> dict:
+    """`cfg.update_iters` clipped gradient steps on one batch; the last step's loss terms."""
+    for _ in range(cfg.update_iters):
+        loss, surr, kl, clip_frac = grpo_loss(policy, batch.obs, batch.actions, batch.adv, batch.old_logp,
+                                              batch.ref_logp_all, cfg.clip_eps, cfg.beta)
+        if not torch.isfinite(loss):
+            raise TrainingDivergedError(epoch, "the loss is not finite")
+        opt.zero_grad()
+        loss.backward()
+        if cfg.max_grad_norm > 0:
+            torch.nn.utils.clip_grad_norm_(policy.parameters(), cfg.max_grad_norm)
+        opt.step()
+    if not all(torch.isfinite(prm).all() for prm in policy.parameters()):
+        raise TrainingDivergedError(epoch, "the weights are not finite after the update")
+    return {"loss": loss.item(), "surrogate": surr.item(), "kl": kl.item(), "clip_frac": clip_frac.item(),
+            "decisions": len(batch.actions)}
+
+
+def evaluate(env: TransformEnv, policy: TransformPolicy, splits: dict[str, list[str]],
+             max_steps: int) -> dict:
+    """summarize() of the greedy rollouts of each named split, keys prefixed by the split's name."""
+    row = {}
+    for name, kernels in splits.items():
+        for key, val in summarize(env, greedy_eval(env, policy, kernels, max_steps)).items():
+            row[f"{name}_{key}"] = val
+    return row
+
+
+def _log_line(row: dict) -> str:
+    held = row["heldout_mean_change"]
+    return (f"grpo epoch {row['epoch']:4d} T={row['temperature']:.2f} reward {row['mean_reward']:+.4f} "
+            f"kl {row['kl']:.4f} train change {row['train_mean_change']:+.2%} held-out "
+            f"{held if held is None else format(held, '+.2%')} distinct {row['train_distinct']} "
+            f"best@{row['best_epoch']} ({row['elapsed_s']:.0f} s)")
+
+
+def _check_env(env: TransformEnv, cfg: GRPOConfig) -> None:
+    """The env's episode settings must be cfg's (build it with `TransformEnv(kernels, backend, cfg.env)`)."""
+    want, got = cfg.env, env.config
+    episode = ("max_steps", "step_cost", "invalid_penalty")
+    if any(getattr(got, k) != getattr(want, k) for k in episode):
+        raise ValueError(f"the env's episode settings {got} differ from the GRPO config's {want}; "
+                         "build the env with TransformEnv(kernels, backend, cfg.env)")
+
+
+def train_grpo(policy: TransformPolicy, reference: TransformPolicy, env: TransformEnv, cfg: GRPOConfig,
+               train_kernels: Iterable[str] | None = None, heldout_kernels: Iterable[str] = (),
                log: Callable[[str], None] | None = print) -> tuple[dict, dict, list[dict]]:
     """Train `policy` (updated in place) against the frozen `reference`; returns (best state dict, latest
-    state dict, per-epoch history). Epoch 0 is the starting policy, evaluated but not trained; "best" is the
-    lowest greedy mean cycle change over the training kernels (held-out kernels never select).
-    The env's episode settings are replaced by args' max_steps, step_cost and invalid_penalty."""
-    env.config = replace(env.config, max_steps=args.max_steps, step_cost=args.step_cost,
-                         invalid_penalty=args.invalid_penalty)
-    held = [k for k in args.heldout_kernels if k in env.kernels]
-    train = list(args.train_kernels) if args.train_kernels is not None else [k for k in env.names if k not in held]
-    if not train:
-        raise ValueError("no training kernels")
-    if args.anchor not in ("greedy", "sample"):
-        raise ValueError(f"anchor must be greedy or sample, not {args.anchor!r}")
+    state dict, per-epoch history). Epoch 0 is the starting policy, evaluated but not trained; every epoch
+    evaluates greedily and "best" is the lowest greedy mean cycle change over the training kernels (held-out
+    kernels never select). `log` gets a line every `cfg.log_interval` epochs and at the last."""
+    _check_env(env, cfg)
+    train, held = _split(env, train_kernels, heldout_kernels)
+    splits = {"train": train, "heldout": held}
     reference = copy.deepcopy(reference).eval().requires_grad_(False)
     policy.eval()  # dropout off: see the module docstring
-    opt = torch.optim.Adam(policy.parameters(), lr=args.lr)
-    rng, gen = random.Random(args.seed), torch.Generator().manual_seed(args.seed)
+    opt = torch.optim.Adam(policy.parameters(), lr=cfg.lr)
+    rng, gen = random.Random(cfg.seed), torch.Generator().manual_seed(cfg.seed)
 
-    def evaluate(row: dict) -> None:
-        for name, ks in (("train", train), ("heldout", held)):
-            for key, val in summarize(env, greedy_eval(env, policy, ks, args.max_steps)).items():
-                row[f"{name}_{key}"] = val
-
-    history: list[dict] = []
-    row = {"epoch": 0, "temperature": None}
-    evaluate(row)
+    row = {"epoch": 0, "temperature": None, **evaluate(env, policy, splits, cfg.max_steps), "best_epoch": 0}
     best = (row["train_mean_change"], 0, copy.deepcopy(policy.state_dict()))
-    row["best_epoch"] = 0
-    history.append(row)
+    history = [row]
     t0 = time.perf_counter()
-    for epoch in range(1, args.epochs + 1):
-        temp = temperature(args, epoch)
-        groups = [make_group(env, k, args.group_size, rng) for k in train]
-        run_rollouts(env, [r for g in groups for r in g], policy, reference, temp, gen, args.max_steps, args.anchor)
-        score(env, [r for g in groups for r in g])
-        adv = advantages([[r.reward for r in g] for g in groups])
-
-        obs, acts, advs = [], [], []
-        for g, ag in zip(groups, adv, strict=True):
-            for r, a in zip(g, ag, strict=True):
-                for t, (key, act) in enumerate(zip(r.states, r.actions, strict=True)):
-                    if r.mode == "forced" and t == 0 and not args.forced_step_in_loss:
-                        continue
-                    obs.append(env.space(r.kernel).obs(key))
-                    acts.append(act)
-                    advs.append(a)
-        obs_t = torch.from_numpy(np.stack(obs))
-        acts_t, adv_t = torch.tensor(acts), torch.tensor(advs, dtype=torch.float32)
-        with torch.no_grad():
-            old_logp = torch.log_softmax(policy(*split_obs(obs_t)), -1).gather(1, acts_t[:, None]).squeeze(1)
-            ref_logp_all = torch.log_softmax(reference(*split_obs(obs_t)), -1)
-        for _ in range(args.update_iters):
-            loss, surr, kl, clip_frac = grpo_loss(policy, obs_t, acts_t, adv_t, old_logp, ref_logp_all,
-                                                  args.clip_eps, args.beta)
-            if not torch.isfinite(loss):
-                raise TrainingDivergedError(epoch, "the loss is not finite")
-            opt.zero_grad()
-            loss.backward()
-            if args.max_grad_norm > 0:
-                torch.nn.utils.clip_grad_norm_(policy.parameters(), args.max_grad_norm)
-            opt.step()
-        if not all(torch.isfinite(prm).all() for prm in policy.parameters()):
-            raise TrainingDivergedError(epoch, "the weights are not finite after the update")
-
-        rewards = [r.reward for g in groups for r in g]
-        row = {"epoch": epoch, "temperature": temp, "loss": loss.item(), "surrogate": surr.item(),
-               "kl": kl.item(), "clip_frac": clip_frac.item(), "decisions": len(acts),
-               "mean_reward": float(np.mean(rewards)),
+    for epoch in range(1, cfg.epochs + 1):
+        temp = temperature(cfg, epoch)
+        groups = collect_groups(env, policy, reference, train, cfg, temp, rng, gen)
+        stats = update(policy, opt, decision_batch(env, groups, policy, reference, cfg.forced_step_in_loss),
+                       cfg, epoch)
+        row = {"epoch": epoch, "temperature": temp, **stats,
+               "mean_reward": float(np.mean([r.reward for g in groups for r in g])),
                "anchor_reward": float(np.mean([g[0].reward for g in groups])),
-               "elapsed_s": time.perf_counter() - t0}
-        evaluate(row)
+               "elapsed_s": time.perf_counter() - t0, **evaluate(env, policy, splits, cfg.max_steps)}
         if row["train_mean_change"] < best[0]:
             best = (row["train_mean_change"], epoch, copy.deepcopy(policy.state_dict()))
         row["best_epoch"] = best[1]
         history.append(row)
-        if on_epoch:
-            on_epoch(row, policy)
-        if log and args.log_interval and (epoch % args.log_interval == 0 or epoch == args.epochs):
-            log(f"grpo epoch {epoch:4d} T={temp:.2f} reward {row['mean_reward']:+.4f} kl {row['kl']:.4f} "
-                f"train change {row['train_mean_change']:+.2%} held-out "
-                f"{row['heldout_mean_change'] if row['heldout_mean_change'] is None else format(row['heldout_mean_change'], '+.2%')} "
-                f"distinct {row['train_distinct']} best@{best[1]} ({row['elapsed_s']:.0f} s)")
+        if log and cfg.log_interval and (epoch % cfg.log_interval == 0 or epoch == cfg.epochs):
+            log(_log_line(row))
     return best[2], copy.deepcopy(policy.state_dict()), history

@@ -23,6 +23,15 @@ from chronos.features import NUM_FEATURES
 _MASKED = torch.finfo(torch.float32).min
 
 
+def state_shapes(hidden: int, n_features: int = NUM_FEATURES,
+                 n_actions: int = NUM_ACTIONS) -> dict[str, tuple[int, ...]]:
+    """The state dict's key -> shape of `TransformPolicy(hidden)`, without building it (checkpoints are
+    checked against this before any allocation)."""
+    n_in = n_features + 2 * n_actions
+    return {"net.0.weight": (hidden, n_in), "net.0.bias": (hidden,), "net.3.weight": (hidden, hidden),
+            "net.3.bias": (hidden,), "net.6.weight": (n_actions, hidden), "net.6.bias": (n_actions,)}
+
+
 class TransformPolicy(nn.Module):
     """The seed's policy network. `net` is the nn.Sequential whose state-dict keys checkpoints store."""
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from chronos.search.base import Evaluator, Outcome, SearchResult
 from chronos.search.space import CANONICAL_ORDER, canonical, enumerate_sets, realize
-from chronos.search.strategies import STRATEGIES, ExhaustiveConfig, GreedyConfig, RandomConfig
+from chronos.search.strategies import STRATEGIES, ExhaustiveConfig
 
-__all__ = ["CANONICAL_ORDER", "STRATEGIES", "Evaluator", "ExhaustiveConfig", "GreedyConfig", "Outcome",
-           "RandomConfig", "SearchResult", "canonical", "enumerate_sets", "realize", "run"]
+__all__ = ["CANONICAL_ORDER", "STRATEGIES", "Evaluator", "ExhaustiveConfig", "Outcome",
+           "SearchResult", "canonical", "enumerate_sets", "realize", "run"]
 
 
 def run(strategy: str, spec, module, backend, config=None) -> SearchResult:

@@ -12,19 +12,23 @@ from __future__ import annotations
 
 import gzip
 import json
-import sqlite3
 import sys
+from pathlib import Path
 
-from chronos.search.atlas import AtlasDB
+from chronos.measure.store import open_sqlite, sqlite_errors
+from chronos.search.atlas_plan import AtlasDB
 
-_COLS = ("kernel", "actions", "valid", "reason", "cycles_median", "cycles_iqr", "time_ms_median", "time_ms_iqr",
-         "cubin_sha256", "created_at", "ptx_sha256")
+_COLS = ("kernel", "actions", "valid", "reason", "cycles_median", "cycles_iqr", "time_ms_median",
+         "time_ms_iqr", "cubin_sha256", "created_at", "ptx_sha256")
 
 
 def export(store_path: str, out_path: str) -> int:
-    db = sqlite3.connect(store_path)
-    rows = db.execute(f"SELECT {', '.join(_COLS)}, CASE WHEN valid THEN '' ELSE substr(log, 1, 2000) END "
-                      "FROM measurements ORDER BY id").fetchall()
+    path = Path(store_path)
+    db = open_sqlite(path, "measurement store", readonly=True, table="measurements")
+    with sqlite_errors(path, "measurement store"):
+        rows = db.execute(f"SELECT {', '.join(_COLS)}, CASE WHEN valid THEN '' ELSE substr(log, 1, 2000) END "
+                          "FROM measurements ORDER BY id").fetchall()
+    db.close()
     with gzip.open(out_path, "wt") as f:
         for r in rows:
             f.write(json.dumps(r) + "\n")

@@ -12,10 +12,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from chronos.kernels.spec import KernelSpec
-from chronos.measure.config import Variant
 from chronos.ptx import emit
 from chronos.ptx.ir import Module
 from chronos.search.space import canonical, realize
+from chronos.variant import Variant
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""The variant space: a variant is a function of the *set* of applied actions, realised in one canonical order.
+"""The variant space: a variant is a function of the *set* of applied actions, realised in one canonical
+order.
 
 Making the space a set space keeps it finite and lets the atlas be complete: every rollout, in any order,
 lands on a variant that `realize(root, set)` reproduces exactly (same PTX, so the same store record).
@@ -13,10 +14,14 @@ prefetch inserted after a reorder would not be scheduled); reorder/vec_* (vector
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 
 from chronos.actions import ACTION_NAMES, CONFLICT_GROUPS, GROUP_OF
 from chronos.errors import IllegalActionError
+from chronos.kernels.spec import load_module, load_specs
+from chronos.ptx import emit
 from chronos.ptx.ir import Module
 from chronos.transforms import apply
 
@@ -58,6 +63,20 @@ def realize(root: Module, actions: Iterable[str], *, defer_ptxas: bool = False) 
     except IllegalActionError:
         return None
     return module
+
+
+@functools.lru_cache(maxsize=4)
+def _root_module(specs_json: str, entry: str) -> Module:
+    spec = next(s for s in load_specs(Path(specs_json)) if s.entry == entry)
+    return load_module(Path(specs_json), spec)
+
+
+def realize_recipe(recipe: tuple[str, str], actions: tuple[str, ...]) -> str | None:
+    """The PTX of `actions` on the kernel named by `recipe` ((specs.json, entry); see Variant.recipe), or None
+    if the set is not legal there. The `realize` a GpuBackend measuring recipes is given: module level, as
+    it runs in the backend's compile processes (each keeps its few parsed root modules)."""
+    module = realize(_root_module(*recipe), actions, defer_ptxas=True)
+    return None if module is None else emit(module)
 
 
 def enumerate_sets(root: Module, *, defer_ptxas: bool = True) -> Iterator[tuple[tuple[str, ...], Module]]:

@@ -1,4 +1,5 @@
-"""Search strategies as plug-ins over one Evaluator: greedy (the seed's teacher), random, exhaustive (oracle)."""
+"""Search strategies as plug-ins over one Evaluator: greedy (the seed's teacher), random, exhaustive
+(the oracle)."""
 
 from __future__ import annotations
 
@@ -6,27 +7,12 @@ import random
 from dataclasses import dataclass
 
 from chronos.actions import get_action_history, get_action_mask
+from chronos.config import GreedySearchConfig, RandomSearchConfig
+from chronos.errors import SearchError
 from chronos.features import extract_features
 from chronos.search.base import Evaluator, Outcome, SearchResult, better, clearly_faster
 from chronos.search.space import canonical, enumerate_sets, realize
 from chronos.transforms import legal_actions
-
-
-@dataclass(frozen=True)
-class GreedyConfig:
-    """The seed's teacher: at each step measure every legal action, keep the best if it beats the noise."""
-
-    max_steps: int = 6  # at most this many transforms, as in the seed's episodes
-    min_gain: float = 0.005  # and the gain must be at least this fraction of the current cycles
-
-
-@dataclass(frozen=True)
-class RandomConfig:
-    """Seeded random legal sequences until `budget` distinct action sets are measured."""
-
-    budget: int = 64
-    seed: int = 0
-    max_steps: int = 6
 
 
 @dataclass(frozen=True)
@@ -36,15 +22,18 @@ class ExhaustiveConfig:
     batch: int = 256  # sets measured per backend call
 
 
+_GREEDY, _RANDOM = GreedySearchConfig(), RandomSearchConfig()  # the defaults (frozen, so shareable)
+
+
 def _baseline(ev: Evaluator) -> Outcome:
     base = ev.evaluate([()])[0]
     if base is None or not base.valid:
         reason = base.reason if base else "illegal"
-        raise RuntimeError(f"{ev.spec.kernel}: the baseline itself is invalid ({reason})")
+        raise SearchError(f"{ev.spec.kernel}: the baseline itself is invalid ({reason})")
     return base
 
 
-def greedy(ev: Evaluator, cfg: GreedyConfig = GreedyConfig()) -> SearchResult:
+def greedy(ev: Evaluator, cfg: GreedySearchConfig = _GREEDY) -> SearchResult:
     current = _baseline(ev)
     applied: tuple[str, ...] = ()
     module = ev.root
@@ -76,7 +65,7 @@ def greedy(ev: Evaluator, cfg: GreedyConfig = GreedyConfig()) -> SearchResult:
     return ev.result("greedy", current, trace=trace, demos=demos)
 
 
-def random_search(ev: Evaluator, cfg: RandomConfig = RandomConfig()) -> SearchResult:
+def random_search(ev: Evaluator, cfg: RandomSearchConfig = _RANDOM) -> SearchResult:
     best = _baseline(ev)
     rng = random.Random(cfg.seed)
     attempts = 0
@@ -121,5 +110,5 @@ def exhaustive(ev: Evaluator, cfg: ExhaustiveConfig = ExhaustiveConfig()) -> Sea
     return ev.result("exhaustive", best, trace=[{"legal_sets": n_sets}])
 
 
-STRATEGIES = {"greedy": (greedy, GreedyConfig), "random": (random_search, RandomConfig),
+STRATEGIES = {"greedy": (greedy, GreedySearchConfig), "random": (random_search, RandomSearchConfig),
               "exhaustive": (exhaustive, ExhaustiveConfig)}

@@ -12,26 +12,15 @@ as it is made, so a rerun resumes (kernels already measured are answered from th
 
 from __future__ import annotations
 
-import argparse
-import json
 import re
-import shlex
 import sys
 import time
 from pathlib import Path
 
-import yaml
-
-from chronos.errors import ChronosError
 from chronos.kernels.spec import load_specs, ptx_path
-from chronos.measure.backend import make_backend
-from chronos.measure.config import MeasureConfig, Variant
-
-
-def load_measure_params(params_path: Path) -> tuple[str, MeasureConfig]:
-    params = yaml.safe_load(params_path.read_text()) or {}
-    block = dict(params.get("measure") or {})
-    return str(block.get("backend", "auto")), MeasureConfig.from_params(block)
+from chronos.search.atlas_replay import backend_with_atlas
+from chronos.stages.common import add_backend_arguments, backend_name, command_line, run_stage, write_json
+from chronos.variant import Variant
 
 
 def kernel_entry(spec, rec) -> dict:
@@ -58,43 +47,37 @@ def run(kernels: Path, backend, only: str | None = None, log=print) -> list[dict
     return entries
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--params", type=Path, default=Path("params.yaml"))
+def _arguments(ap) -> None:
     ap.add_argument("--kernels", type=Path, default=Path("data/kernels"))
-    ap.add_argument("--store", type=Path, default=Path("data/store/measurements.sqlite"))
     ap.add_argument("--out", type=Path, default=Path("reports/baseline.json"))
-    ap.add_argument("--backend", choices=("gpu", "replay", "auto"), help="overrides measure.backend")
+    add_backend_arguments(ap, retry_invalid=True)
     ap.add_argument("--only", help="regex on kernel names (for partial runs; the report lists only those)")
-    ap.add_argument("--retry-invalid", action="store_true",
-                    help="re-measure kernels whose stored record is invalid (gpu backend; newest record wins)")
-    args = ap.parse_args(argv)
+
+
+def _body(args, cfg) -> int:
+    extra = {"retry_invalid": True} if args.retry_invalid else {}
+    backend = backend_with_atlas(backend_name(args, cfg), args.store, cfg.measure, **extra)
     try:
-        name, cfg = load_measure_params(args.params)
-        extra = {"retry_invalid": True} if args.retry_invalid else {}
-        backend = make_backend(args.backend or name, args.store, cfg, **extra)
-        try:
-            entries = run(args.kernels, backend, args.only)
-            prov = backend.provenance()
-        finally:
-            backend.close()
-    except ChronosError as e:
-        print(f"baseline: error: {e}", file=sys.stderr)
-        return 1
-    cmd = shlex.join(["python", "-m", "chronos.stages.baseline", *(argv if argv is not None else sys.argv[1:])])
+        entries = run(args.kernels, backend, args.only)
+        prov = backend.provenance()
+    finally:
+        backend.close()
     # `date` is when the numbers were measured (the newest record used), not when this report was written:
     # a replay on a CPU reproduces the GPU run's report, provenance included.
     stamps = sorted(e["measured_at"] for e in entries if e.get("measured_at"))
     report = {"provenance": {**prov, "date": stamps[-1] if stamps else None,
                              "measured": {"first": stamps[0], "last": stamps[-1]} if stamps else None,
-                             "backend": type(backend).__name__, "command": cmd,
-                             "config_hash": cfg.config_hash(), "config": cfg.measured()},
+                             "backend": type(backend).__name__, "command": command_line("baseline", args.argv),
+                             "config_hash": cfg.measure.config_hash(), "config": cfg.measure.measured()},
               "kernels": entries}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=1) + "\n")
+    write_json(args.out, report)
     valid = sum(e["valid"] for e in entries)
     print(f"baseline: {valid}/{len(entries)} kernels valid; wrote {args.out}")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_stage("baseline", __doc__, _arguments, _body, argv)
 
 
 if __name__ == "__main__":

@@ -1,40 +1,81 @@
-"""What the search stages share: which kernels to visit, and the summary they write."""
+"""What every stage shares: one shell (arguments → config → library call → outputs) and its conventions.
+
+Exit codes: 0 done; 1 done, but some kernels failed (each recorded in the output); 2 a typed error
+(`ChronosError`: bad params, a missing input, a replay miss), printed as one line on stderr.
+"""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator
+import argparse
+import json
+import shlex
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
-from chronos.kernels.spec import KernelSpec, load_specs
+from chronos import config as chronos_config
+from chronos.errors import ChronosError
+
+EXIT_OK, EXIT_PARTIAL, EXIT_ERROR = 0, 1, 2
 
 
-def kernels_of(kernels: Path, families: list[str], only: str | None = None,
-               by_entry: bool = False) -> Iterator[tuple[str, Path, KernelSpec]]:
-    """(family, specs.json, spec) for every kernel of the families, optionally filtered by a regex on the
-    kernel name (or, with by_entry, on the entry name)."""
-    for family in families:
-        specs_json = Path(kernels) / family / "specs.json"
-        for spec in load_specs(specs_json):
-            if not only or re.search(only, spec.entry if by_entry else spec.kernel):
-                yield family, specs_json, spec
+def run_stage(name: str, doc: str, add_arguments: Callable[[argparse.ArgumentParser], None],
+              body: Callable[[argparse.Namespace, chronos_config.Config], int | None],
+              argv: list[str] | None = None) -> int:
+    """Parse `--params` and the stage's own arguments, load the typed config, run `body`.
+
+    A ChronosError from anywhere in the stage becomes one line on stderr and exit code 2."""
+    ap = argparse.ArgumentParser(prog=f"python -m chronos.stages.{name}", description=doc.splitlines()[0])
+    ap.add_argument("--params", type=Path, default=Path("params.yaml"))
+    add_arguments(ap)
+    args = ap.parse_args(argv)
+    args.argv = list(argv if argv is not None else sys.argv[1:])
+    try:
+        cfg = chronos_config.load(args.params)
+        return int(body(args, cfg) or EXIT_OK)
+    except ChronosError as e:
+        print(f"{name}: error: {' '.join(str(e).split())}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def add_backend_arguments(ap: argparse.ArgumentParser, retry_invalid: bool = False) -> None:
+    """--store and --backend (overrides measure.backend), for stages that measure or replay."""
+    ap.add_argument("--store", type=Path, default=Path("data/store/measurements.sqlite"))
+    ap.add_argument("--backend", choices=("gpu", "replay", "auto"), help="overrides measure.backend")
+    if retry_invalid:
+        ap.add_argument("--retry-invalid", action="store_true",
+                        help="re-measure variants whose stored record is invalid (gpu backend; newest record wins)")
+
+
+def backend_name(args: argparse.Namespace, cfg: chronos_config.Config) -> str:
+    return args.backend or cfg.measure.backend
+
+
+def command_line(stage: str, argv: list[str]) -> str:
+    return shlex.join(["python", "-m", f"chronos.stages.{stage}", *argv])
+
+
+def write_json(path: Path, obj, *, indent: int = 1, sort_keys: bool = False) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(obj, indent=indent, sort_keys=sort_keys) + "\n")
+
+
+def read_json(path: Path, what: str = "input"):
+    """A JSON input of a stage; a missing or truncated file is a one-line error naming it."""
+    path = Path(path)
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ChronosError(f"{path}: {what} not found (run the stage that writes it first)") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ChronosError(f"{path}: {what} is not valid JSON (truncated or corrupt?): {e}") from None
 
 
 def search_provenance(backend_provenance: dict, results: list[dict], argv: list[str] | None, stage: str) -> dict:
     """GPU/driver/ptxas of the records, when they were measured (first/last), the backend and the command."""
-    import shlex
-    import sys
-
     firsts = [r["measured"]["first"] for r in results if r.get("measured", {}).get("first")]
     lasts = [r["measured"]["last"] for r in results if r.get("measured", {}).get("last")]
-    cmd = shlex.join(["python", "-m", f"chronos.stages.{stage}", *(argv if argv is not None else sys.argv[1:])])
+    cmd = command_line(stage, argv if argv is not None else sys.argv[1:])
     return {**backend_provenance, "date": max(lasts) if lasts else None,
             "measured": {"first": min(firsts), "last": max(lasts)} if firsts else None, "command": cmd}
-
-
-def search_summary(results: list[dict]) -> dict:
-    """Counts and the mean relative cycle change over the kernels that did not fail."""
-    ok = [r for r in results if "error" not in r]
-    return {"kernels": len(results), "failed": len(results) - len(ok),
-            "mean_change": sum(r["change"] for r in ok) / len(ok) if ok else None,
-            "measured_sets": sum(r["evaluated"] for r in ok)}

@@ -21,150 +21,18 @@ since the measurement).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
-import math
-import shlex
 import sys
-import time
 from pathlib import Path
 
-import yaml
-
-from chronos.search.atlas import AtlasDB, mask_of
-from chronos.search.base import Outcome, clearly_faster
-
-CONTENDERS = ("fixed", "greedy", "policy")
+from chronos.search.atlas_plan import AtlasDB, mask_of
+from chronos.search.confirm import measure_contenders, summarize
+from chronos.search.runs import kernels_of
+from chronos.stages.common import command_line, read_json, run_stage, write_json
 
 
-def _sets_by_source(kernel: str, db: AtlasDB, top: int, fixed: tuple, greedy: dict, policy: dict) -> dict:
-    """variant id -> {"actions", "labels"}: the baseline, the atlas's top-N and the contenders' sets."""
-    measured = db.measured(kernel)
-    by_mask = db.set_variants(kernel)
-    reps = dict(db.representatives(kernel))
-    out: dict[int, dict] = {}
-
-    def label(v, name):
-        out.setdefault(v, {"actions": list(reps[v]), "labels": []})["labels"].append(name)
-
-    def add(actions, name):
-        if (v := by_mask.get(mask_of(actions))) is not None:
-            label(v, name)
-
-    add((), "baseline")
-    ranked = sorted((m["cycles_median"], v) for v, m in measured.items() if m["valid"] and m["cycles_median"])
-    for i, (_, v) in enumerate(ranked[:top]):
-        label(v, f"atlas_top{i + 1}")
-    add(fixed, "fixed")
-    add(tuple(greedy.get(kernel, ())), "greedy")
-    add(tuple(policy.get(kernel, ())), "policy")
-    return out
-
-
-def measure(args, params: dict) -> dict:
-    from chronos.kernels.spec import load_module
-    from chronos.measure.backend import GpuBackend, compile_variant
-    from chronos.ptx import emit
-    from chronos.stages.baseline import load_measure_params
-    from chronos.stages.common import kernels_of
-
-    cfg_c = params.get("confirm") or {}
-    top, rounds = int(cfg_c.get("top", 4)), int(cfg_c.get("rounds", 8))
-    realloc = bool(cfg_c.get("realloc", False)) if args.realloc is None else args.realloc
-    _, mcfg = load_measure_params(args.params)
-    db = AtlasDB(args.atlas)
-    fixed = tuple(json.loads(args.oracle.read_text())["summary"]["best_fixed_set"]["actions"])
-    greedy = {k["kernel"]: k["best"]["actions"] for k in json.loads(args.greedy.read_text())["kernels"] if "best" in k}
-    policy = {k["kernel"]: k["final_set"] for k in json.loads(args.training.read_text())["kernels"]}
-    selected = list(kernels_of(args.kernels, ["gemm_tile"], args.only))
-    t0 = time.perf_counter()
-    with GpuBackend(args.scratch, mcfg) as backend:
-        ex, futs = backend.executor, []
-        for _, specs_json, spec in selected:
-            cands = _sets_by_source(spec.kernel, db, top, fixed, greedy, policy)
-            root = emit(load_module(specs_json, spec))
-            base = ex.submit(compile_variant, root, spec, mcfg.arch, backend.ptxas, False)
-            comps = [ex.submit(compile_variant, "", spec, mcfg.arch, backend.ptxas, True,
-                               ((str(specs_json), spec.entry), tuple(c["actions"]))) for c in cands.values()]
-            futs.append((spec, cands, base, comps))
-        groups, index = [], []
-        for spec, cands, base, comps in futs:
-            comps = [f.result() for f in comps]
-            groups.append((spec, base.result(), comps))
-            index.append((spec.kernel, cands, comps))
-        compiled_s = time.perf_counter() - t0
-        answers = backend.measure_rounds(groups, rounds, realloc)
-        prov = backend.provenance()
-    kernels = []
-    for (kernel, cands, comps), ans in zip(index, answers, strict=True):
-        rows = []
-        for (v, c), comp, a in zip(cands.items(), comps, ans, strict=True):
-            rows.append({"variant": v, **c, "cubin_sha256": comp.sha, "valid": a.get("valid", False),
-                         "reason": a.get("reason", ""), "log": a.get("log", "")[:300],
-                         "cycles": a.get("cycles"), "time_ms": a.get("time_ms")})
-        kernels.append({"kernel": kernel, "candidates": rows})
-    return {"provenance": {**prov, "config_hash": mcfg.config_hash(), "rounds": rounds, "top": top, "realloc": realloc,
-                           "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                           "seconds": round(time.perf_counter() - t0, 1), "compile_seconds": round(compiled_s, 1),
-                           "command": shlex.join(["python", "-m", "chronos.stages.confirm", *sys.argv[1:]])},
-            "kernels": kernels}
-
-
-def _outcome(c: dict) -> Outcome:
-    return Outcome(tuple(c["actions"]), c["valid"], cycles=c["cycles"]["median"], cycles_iqr=c["cycles"]["iqr"])
-
-
-def summarize(data: dict, heldout: set[str], policy: dict[str, list[str]], min_gain: float = 0.005,
-              variant_of=None) -> dict:
-    """Per split: mean cycle change of each contender and of the confirmed oracle; the policy's share of
-    the confirmed oracle's mean log-gain; kernels where a contender is unconfirmed are counted, not guessed.
-    `kernels_beating_fixed_set`: kernels whose best confirmed candidate is clearly faster than the best fixed
-    set (IQR bands apart and at least `min_gain`): those that need a kernel-specific choice at all."""
-    per_kernel = []
-    for k in data["kernels"]:
-        ok = [c for c in k["candidates"] if c["valid"] and c.get("cycles")]
-        base = next((c for c in ok if "baseline" in c["labels"]), None)
-        if base is None:
-            per_kernel.append({"kernel": k["kernel"], "error": "baseline not measured"})
-            continue
-        b = base["cycles"]["median"]
-        row = {"kernel": k["kernel"], "split": "heldout" if k["kernel"] in heldout else "train", "baseline": b}
-        best = min(ok, key=lambda c: c["cycles"]["median"])
-        row["oracle"] = {"actions": best["actions"], "change": best["cycles"]["median"] / b - 1,
-                         "iqr": best["cycles"]["iqr"] / b}
-        fixed = next((c for c in ok if "fixed" in c["labels"]), None)
-        if fixed is not None:  # does this kernel need a set of its own? (the search's own test of a gain)
-            row["beats_fixed_set"] = clearly_faster(_outcome(best), _outcome(fixed), min_gain)
-        for who in CONTENDERS:
-            c = next((c for c in ok if who in c["labels"]), None)
-            if who == "policy" and k["kernel"] in policy:  # the committed policy's set: the candidate with
-                acts = policy[k["kernel"]]                      # its SASS (atlas variant) or, lacking one, its set
-                v = variant_of(k["kernel"], acts) if variant_of else None
-                c = next((c for c in ok if (c.get("variant") == v if v is not None
-                                            else mask_of(c["actions"]) == mask_of(acts))), None)
-            row[who] = None if c is None else {"actions": c["actions"], "change": c["cycles"]["median"] / b - 1,
-                                               "iqr": c["cycles"]["iqr"] / b}
-        per_kernel.append(row)
-    summary = {}
-    for split in ("train", "heldout", "all"):
-        rows = [r for r in per_kernel if "error" not in r and (split == "all" or r["split"] == split)]
-        s = {"kernels": len(rows)}
-        for who in ("oracle", *CONTENDERS):
-            got = [r[who]["change"] for r in rows if r.get(who)]
-            s[f"{who}_mean_change"] = sum(got) / len(got) if got else None
-            s[f"{who}_unconfirmed"] = len(rows) - len(got)
-        both = [r for r in rows if r.get("policy")]
-        gain = lambda r, who: -math.log1p(r[who]["change"])  # log(before/after)
-        og = sum(gain(r, "oracle") for r in both)
-        s["policy_oracle_fraction"] = sum(gain(r, "policy") for r in both) / og if og > 0 else None
-        s["distinct_oracle_sets"] = len({tuple(r["oracle"]["actions"]) for r in rows})
-        s["kernels_beating_fixed_set"] = sorted(r["kernel"] for r in rows if r.get("beats_fixed_set"))
-        summary[split] = s
-    return {"provenance": data["provenance"], "summary": summary, "kernels": per_kernel}
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--params", type=Path, default=Path("params.yaml"))
+def _arguments(ap) -> None:
     ap.add_argument("--measure", action="store_true", help="measure on the GPU and write --out-data")
     ap.add_argument("--kernels", type=Path, default=Path("data/kernels"))
     ap.add_argument("--only", help="regex on kernel names (with --measure)")
@@ -178,17 +46,34 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out-data", type=Path, default=Path("data/confirm/gemm_tile.json"))
     ap.add_argument("--data", type=Path, default=Path("data/confirm/gemm_tile.json"))
     ap.add_argument("--out", type=Path, default=Path("reports/confirm.json"))
-    args = ap.parse_args(argv)
-    params = yaml.safe_load(args.params.read_text()) or {}
+
+
+def _policy_sets(args) -> dict:
+    return {k["kernel"]: k["final_set"] for k in read_json(args.training, "training result")["kernels"]}
+
+
+def _measure(args, cfg) -> int:
+    ccfg = cfg.confirm if args.realloc is None else dataclasses.replace(cfg.confirm, realloc=args.realloc)
+    contenders = {
+        "fixed": tuple(read_json(args.oracle, "oracle")["summary"]["best_fixed_set"]["actions"]),
+        "greedy": {k["kernel"]: k["best"]["actions"] for k in read_json(args.greedy, "greedy results")["kernels"]
+                   if "best" in k},
+        "policy": _policy_sets(args)}
+    db = AtlasDB(args.atlas)
+    try:
+        data = measure_contenders(list(kernels_of(args.kernels, ["gemm_tile"], args.only)), db, contenders,
+                                  cfg.measure, ccfg, args.scratch, command_line("confirm", args.argv))
+    finally:
+        db.close()
+    write_json(args.out_data, data)
+    print(f"confirm: {len(data['kernels'])} kernels measured in {data['provenance']['seconds']} s -> {args.out_data}")
+    return 0
+
+
+def _body(args, cfg) -> int:
     if args.measure:
-        data = measure(args, params)
-        args.out_data.parent.mkdir(parents=True, exist_ok=True)
-        args.out_data.write_text(json.dumps(data, indent=1) + "\n")
-        print(f"confirm: {len(data['kernels'])} kernels measured in {data['provenance']['seconds']} s -> {args.out_data}")
-        return 0
-    heldout = set((params.get("split") or {}).get("heldout_kernels", []))
-    policy = {k["kernel"]: k["final_set"] for k in json.loads(args.training.read_text())["kernels"]}
-    min_gain = float(((params.get("search") or {}).get("greedy") or {}).get("min_gain", 0.005))
+        return _measure(args, cfg)
+    policy = _policy_sets(args)
     db = AtlasDB(args.atlas)
     masks = {}
 
@@ -197,11 +82,18 @@ def main(argv: list[str] | None = None) -> int:
             masks[kernel] = db.set_variants(kernel) if db.has(kernel) else {}
         return masks[kernel].get(mask_of(actions))
 
-    out = summarize(json.loads(args.data.read_text()), heldout, policy, min_gain, variant_of)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(out, indent=1) + "\n")
+    try:
+        out = summarize(read_json(args.data, "confirm data"), set(cfg.split.heldout_kernels), policy,
+                        cfg.search.greedy.min_gain, variant_of)
+    finally:
+        db.close()
+    write_json(args.out, out)
     print(f"confirm: {json.dumps(out['summary'])}")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_stage("confirm", __doc__, _arguments, _body, argv)
 
 
 if __name__ == "__main__":

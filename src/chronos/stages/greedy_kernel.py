@@ -11,43 +11,35 @@ provenance, the kernel's result and its demonstrations; `chronos.stages.greedy` 
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
 from chronos.errors import ChronosError
-from chronos.measure.backend import make_backend
-from chronos.stages.baseline import load_measure_params
-from chronos.stages.common import kernels_of
-from chronos.stages.greedy import load_greedy_params, run
+from chronos.search.atlas_replay import backend_with_atlas
+from chronos.search.runs import kernels_of, run_greedy
+from chronos.stages.common import EXIT_OK, EXIT_PARTIAL, add_backend_arguments, backend_name, run_stage
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--params", type=Path, default=Path("params.yaml"))
+def _arguments(ap) -> None:
     ap.add_argument("--kernels", type=Path, default=Path("data/kernels"))
-    ap.add_argument("--store", type=Path, default=Path("data/store/measurements.sqlite"))
     ap.add_argument("--kernel", required=True, help="an entry name, e.g. gemm_tile_4_6_4, or `all`")
     ap.add_argument("--out", type=Path, required=True, help="the part file (with --kernel all: any file in the folder)")
-    ap.add_argument("--backend", choices=("gpu", "replay", "auto"), help="overrides measure.backend")
-    args = ap.parse_args(argv)
+    add_backend_arguments(ap)
+
+
+def _body(args, cfg) -> int:
+    gcfg = cfg.search.greedy
+    entries = [s.entry for _, _, s in kernels_of(args.kernels, gcfg.families)]
+    if args.kernel != "all" and args.kernel not in entries:
+        raise ChronosError(f"no kernel {args.kernel!r} in {list(gcfg.families)} (e.g. {entries[0]})")
+    backend = backend_with_atlas(backend_name(args, cfg), args.store, cfg.measure)
     try:
-        families, cfg = load_greedy_params(args.params)
-        entries = [s.entry for _, _, s in kernels_of(args.kernels, families)]
-        if args.kernel != "all" and args.kernel not in entries:
-            raise ChronosError(f"greedy_kernel: no kernel {args.kernel!r} in {families} (e.g. {entries[0]})")
-        name, mcfg = load_measure_params(args.params)
-        backend = make_backend(args.backend or name, args.store, mcfg)
-        try:
-            only = None if args.kernel == "all" else f"^{args.kernel}$"
-            results, demos = run(args.kernels, families, cfg, backend, only=only, by_entry=True)
-            prov = {**backend.provenance(), "backend": type(backend).__name__}
-        finally:
-            backend.close()
-    except ChronosError as e:
-        print(f"greedy_kernel: error: {e}", file=sys.stderr)
-        return 1
+        only = None if args.kernel == "all" else f"^{args.kernel}$"
+        results, demos = run_greedy(args.kernels, gcfg, backend, only=only, by_entry=True)
+        prov = {**backend.provenance(), "backend": type(backend).__name__}
+    finally:
+        backend.close()
     folder = args.out.parent
     folder.mkdir(parents=True, exist_ok=True)
     failed = 0
@@ -58,7 +50,11 @@ def main(argv: list[str] | None = None) -> int:
         path = args.out if args.kernel != "all" else folder / f"{entry}.json"
         path.write_text(json.dumps(part, indent=1, sort_keys=True) + "\n")
         failed += "error" in result
-    return 1 if failed else 0
+    return EXIT_PARTIAL if failed else EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_stage("greedy_kernel", __doc__, _arguments, _body, argv)
 
 
 if __name__ == "__main__":

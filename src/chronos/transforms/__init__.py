@@ -13,9 +13,8 @@ import dataclasses
 from collections.abc import Callable, Iterable
 
 from chronos.actions import ACTION_NAMES, GROUP_OF, conflicts
-from chronos.errors import IllegalActionError, UnknownActionError
+from chronos.errors import IllegalActionError, NotApplicable, UnknownActionError
 from chronos.ptx.ir import Module
-from chronos.transforms.base import NotApplicable
 from chronos.transforms.cache_hints import set_cache_operator
 from chronos.transforms.prefetch import insert_prefetches
 from chronos.transforms.register_budget import set_maxnreg

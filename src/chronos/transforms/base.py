@@ -8,10 +8,6 @@ from collections.abc import Callable
 from chronos.ptx.ir import Function, Module, Statement
 
 
-class NotApplicable(Exception):
-    """Raised inside a transform when it cannot change the kernel legally; carries the reason."""
-
-
 def rewrite_bodies(module: Module, rewrite: Callable[[Function], list[Statement] | None]) -> Module:
     """A new Module whose entries' bodies are `rewrite(fn)` (None keeps the body).
 

@@ -12,9 +12,10 @@ operator and are kept. An existing cache operator is replaced.
 
 from __future__ import annotations
 
+from chronos.errors import NotApplicable
 from chronos.ptx.analysis import memory_op
 from chronos.ptx.ir import Function, Instruction, Module, Statement
-from chronos.transforms.base import NotApplicable, rewrite_bodies
+from chronos.transforms.base import rewrite_bodies
 
 LOAD_OPS = ("ca", "cg", "cs", "lu", "cv")
 STORE_OPS = ("wb", "cg", "cs", "wt")

@@ -11,10 +11,10 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 
-from chronos.errors import PtxasError
+from chronos.errors import NotApplicable, PtxasError
 from chronos.ptx.ir import Function, Module
 from chronos.ptx.printer import emit
-from chronos.transforms.base import NotApplicable, rewrite_functions
+from chronos.transforms.base import rewrite_functions
 
 _VERDICTS: dict[tuple[str, str], str | None] = {}  # (sha256, arch) -> None if accepted, else ptxas's reason
 

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import heapq
 
+from chronos.errors import NotApplicable, UnknownActionError
 from chronos.ptx.analysis import defs_uses, is_ordering_point, memory_op
 from chronos.ptx.ir import Comment, Directive, Function, Instruction, Module, Statement
-from chronos.transforms.base import NotApplicable, rewrite_bodies
+from chronos.transforms.base import rewrite_bodies
 
 _ALIASING = {"global", "shared", "local", "generic"}
 _SFU = {"ex2", "lg2", "rcp", "sqrt", "rsqrt", "sin", "cos", "tanh"}
@@ -114,7 +115,7 @@ def schedule(instrs: list[Instruction], heuristic: str) -> list[int]:
     elif heuristic == "il":
         key = [(0, i) for i in range(n)]
     else:
-        raise ValueError(f"unknown reorder heuristic {heuristic!r}")
+        raise UnknownActionError(f"unknown reorder heuristic {heuristic!r}")
     waiting = [len(p) for p in preds]
     ready = [[], []]  # il keeps loads (0) and the rest (1) apart; the others use ready[0] only
     for i in range(n):

@@ -15,10 +15,11 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
+from chronos.errors import NotApplicable
 from chronos.ptx.analysis import _TYPE_BITS, defs_uses, is_ordering_point, memory_op
 from chronos.ptx.ir import Addr, Function, Instruction, Label, Module, Reg, Statement, Sym, Vec
 from chronos.transforms.alignment import Congruence
-from chronos.transforms.base import NotApplicable, rewrite_bodies
+from chronos.transforms.base import rewrite_bodies
 
 _VEC_BYTES = 16  # the widest vector access sm_89/sm_90 allow
 

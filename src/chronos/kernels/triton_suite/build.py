@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 
-from chronos.kernels.spec import DTYPES, ArgSpec, KernelSpec, SpecError
+from chronos.errors import SpecError
+from chronos.kernels.spec import DTYPES, ArgSpec, KernelSpec
 from chronos.kernels.triton_suite.cases import Buf, Case, Scalar
 
 TRITON_TYPES = {"f32": "fp32", "f16": "fp16", "bf16": "bf16", "i64": "i64", "i32": "i32"}

@@ -1,4 +1,4 @@
-"""The evaluate stage's optimize path, on a stand-in backend (made-up costs) and on replay misses."""
+"""The optimize path, on a stand-in backend (made-up costs) and on replay misses; its time verdicts."""
 
 import json
 from pathlib import Path
@@ -7,13 +7,19 @@ import pytest
 import torch
 
 from chronos.errors import ChronosError
-from chronos.rl.env import EnvConfig, TransformEnv
+from chronos.optimize import clearly_slower_in_time, optimize, summarize, verdict
 from chronos.rl.policy import TransformPolicy
-from chronos.stages import evaluate
+from chronos.search.base import Outcome
 
-from ..rl.standin import StandInBackend, kernels
+from .rl.standin import StandInBackend, kernels
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
+MIN_GAIN = 0.005
+
+
+def _optimize(k, backend, policy, beam=1) -> dict:
+    (spec, module), = kernels(k).values()
+    return optimize(spec, module, backend, policy, max_steps=6, min_gain=MIN_GAIN, beam=beam).to_json()
 
 
 def _policy_preferring(action_index: int, stop: float = 1.0, second: dict | None = None) -> TransformPolicy:
@@ -37,11 +43,10 @@ def _policy_preferring(action_index: int, stop: float = 1.0, second: dict | None
     (17, "invalid:wrong_output", "baseline"),        # reorder_sl is poisoned in the stand-in
 ])
 def test_optimize_path_never_returns_a_slower_or_unverified_kernel(action, verdict, returned):
-    env = TransformEnv(kernels((4, 6, 4)), StandInBackend(), EnvConfig())
-    row = evaluate.evaluate_kernel(env, _policy_preferring(action), "gemm_tile(4,6,4)", 6, 0.005)
+    row = _optimize((4, 6, 4), StandInBackend(), _policy_preferring(action))
     assert row["verdict"] == verdict and row["optimize"]["returned"] == returned
     assert row["optimize"]["speedup_cycles"] >= 1.0
-    summary = evaluate.summarize([row])
+    summary = summarize([row])
     assert summary["slower_than_baseline"] == 0 and summary["wrong_outputs"] == (verdict == "invalid:wrong_output")
 
 
@@ -51,10 +56,9 @@ class MissingBackend:
 
 
 def test_a_replay_miss_is_reported_as_unmeasured():
-    env = TransformEnv(kernels((2, 2, 2)), MissingBackend(), EnvConfig())
-    row = evaluate.evaluate_kernel(env, _policy_preferring(0), "gemm_tile(2,2,2)", 6, 0.005)
+    row = _optimize((2, 2, 2), MissingBackend(), _policy_preferring(0))
     assert row["verdict"] == "unmeasured" and "no measurement" in row["error"] and row["sequence"] == ["vec_ld"]
-    assert evaluate.summarize([row])["measured"] == 0
+    assert summarize([row])["measured"] == 0
 
 
 def test_committed_triton_results_keep_the_optimize_contract():
@@ -67,9 +71,8 @@ def test_committed_triton_results_keep_the_optimize_contract():
 
 
 def test_the_beam_optimize_path_returns_its_fastest_verified_candidate():
-    env = TransformEnv(kernels((4, 6, 4)), StandInBackend(), EnvConfig())
     policy = _policy_preferring(3, stop=4.5, second={0: 4.0})  # cache_cs, then stop rather than vec_ld
-    row = evaluate.evaluate_kernel(env, policy, "gemm_tile(4,6,4)", 6, 0.005, beam=8)
+    row = _optimize((4, 6, 4), StandInBackend(), policy, beam=8)
     assert row["verdict"] == "not_faster"  # greedy: cache_cs alone, 5% slower in the stand-in
     measured = [c for c in row["beam"] if c["verdict"] != "unmeasured"]
     assert len(row["beam"]) == 8 and len(measured) == 8
@@ -78,12 +81,30 @@ def test_the_beam_optimize_path_returns_its_fastest_verified_candidate():
     best = min(faster, key=lambda c: c["cycles"])
     assert row["optimize_beam"]["returned"] == "+".join(best["set"])
     assert row["optimize_beam"]["speedup_cycles"] == pytest.approx(1000.0 / best["cycles"])
-    s = evaluate.summarize([row])["beam"]
+    s = summarize([row])["beam"]
     assert s["kernels"] == 1 and s["faster"] == 1 and s["wrong_outputs"] == sum(
         c["verdict"] == "invalid:wrong_output" for c in measured)
 
 
 def test_a_beam_with_replay_misses_is_incomplete_and_left_out_of_the_geomean():
-    env = TransformEnv(kernels((2, 2, 2)), MissingBackend(), EnvConfig())
-    row = evaluate.evaluate_kernel(env, _policy_preferring(0), "gemm_tile(2,2,2)", 6, 0.005, beam=4)
+    row = _optimize((2, 2, 2), MissingBackend(), _policy_preferring(0), beam=4)
     assert row["verdict"] == "unmeasured" and "beam" not in row
+
+
+def _o(cycles, time_ms, time_iqr=0.0002):
+    return Outcome(("vec_ld",), True, cycles=cycles, cycles_iqr=10.0, time_ms=time_ms, time_ms_iqr=time_iqr)
+
+
+def test_clearly_slower_in_time_needs_the_iqr_bands_apart():
+    base = _o(1000.0, 0.0100)
+    assert clearly_slower_in_time(_o(800.0, 0.0110), base)
+    assert not clearly_slower_in_time(_o(800.0, 0.0101), base)  # above the median, inside the bands
+    assert not clearly_slower_in_time(_o(800.0, 0.0090), base)
+
+
+def test_verdicts():
+    base = _o(1000.0, 0.0100)
+    assert verdict(("vec_ld",), _o(800.0, 0.0110), base, 0.005) == "slower_in_time"
+    assert verdict(("vec_ld",), _o(800.0, 0.0100), base, 0.005) == "faster"
+    assert verdict(("vec_ld",), _o(999.0, 0.0090), base, 0.005) == "not_faster"
+    assert verdict((), base, base, 0.005) == "stop_first"
