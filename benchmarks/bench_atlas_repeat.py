@@ -1,5 +1,5 @@
-"""Repeatability over many variants: measure again, in a separate run (fresh workers, fresh scratch store), the
-atlas variants of some kernels that an earlier run already measured, and compare the two runs per variant.
+"""Repeatability over many variants: measure again, in a separate run (fresh workers, fresh scratch store),
+the atlas variants of some kernels that an earlier run already measured, and compare the two runs per variant.
 
     python benchmarks/bench_atlas_repeat.py --atlas data/store/atlas.sqlite --kernel 'gemm_tile\\(2,2,' \
         [--params params.yaml] [--json out.json]
@@ -58,16 +58,19 @@ def main() -> int:
         measure_missing(second, selected, backend)
         prov = backend.provenance()
     wall = time.perf_counter() - t0
-    out = {"provenance": prov, "first_run": {k: v for k, v in first.meta().items() if k.startswith("measured_")},
+    out = {"provenance": prov,
+           "first_run": {k: v for k, v in first.meta().items() if k.startswith("measured_")},
            "kernels": [s.kernel for _, _, s in selected], "wall_s": wall}
     after = {s.kernel: second.measured(s.kernel) for _, _, s in selected}
     for key, tol in (("cycles_median", 0.005), ("time_ms_median", 0.01)):
         d = np.concatenate([rel_diffs(before[k], after[k], key) for k in before])
-        out[key] = {"variants": int(d.size), "median": float(np.median(d)), "p95": float(np.percentile(d, 95)),
-                    "max": float(d.max()), "within": float((d <= tol).mean()), "tolerance": tol}
+        out[key] = {"variants": int(d.size), "median": float(np.median(d)),
+                    "p95": float(np.percentile(d, 95)), "max": float(d.max()),
+                    "within": float((d <= tol).mean()), "tolerance": tol}
     same_best = 0
     for k in before:
-        best = [min((m["cycles_median"], v) for v, m in run[k].items() if m["valid"])[1] for run in (before, after)]
+        best = [min((m["cycles_median"], v) for v, m in run[k].items() if m["valid"])[1]
+                for run in (before, after)]
         same_best += best[0] == best[1]
     out["same_best_variant"] = {"kernels": len(before), "same": same_best}
     print(json.dumps(out, indent=1))

@@ -1,6 +1,7 @@
 """Measurement benchmarks on the GPU: throughput, repeatability, and the seed-style comparison.
 
-    python benchmarks/bench_measure.py [--variants 300] [--repeat 12] [--store-dir /tmp/bench] [--json out.json]
+    python benchmarks/bench_measure.py [--variants 300] [--repeat 12] [--store-dir /tmp/bench] \\
+        [--json out.json]
 
 throughput: unique gemm_tile variants (random legal action sequences) measured per second, compile included
 (fresh store). repeatability: the same variants measured by two separate backends (separate worker
@@ -86,29 +87,36 @@ def main() -> int:
                          "valid": sum(r.valid for r in recs), "seconds": dt, "variants_per_s": len(recs) / dt,
                          "measured_per_s": measured / dt,
                          "reasons": sorted({r.reason for r in recs if not r.valid})}
-    print(f"throughput: {len(recs)} unique variants ({measured} measured, {len(recs) - measured} same-SASS) in "
-          f"{dt:.1f} s = {len(recs) / dt:.1f}/s ({measured / dt:.1f} measured/s); valid {out['throughput']['valid']}")
+    print(f"throughput: {len(recs)} unique variants ({measured} measured, {len(recs) - measured} same-SASS) "
+          f"in {dt:.1f} s = {len(recs) / dt:.1f}/s ({measured / dt:.1f} measured/s); "
+          f"valid {out['throughput']['valid']}")
 
     rep = [p for p in pairs if True][: args.repeat]
     runs = []
     for k in range(2):
         with GpuBackend(args.store_dir / f"repeat{k}-{time.time_ns()}.sqlite", cfg) as be:
             runs.append(measure_all(be, rep))
-    rows = [(a.kernel, "+".join(a.actions), rel(a.cycles_median, b.cycles_median), rel(a.time_ms_median, b.time_ms_median))
-            for a, b in zip(runs[0], runs[1], strict=True) if a.valid and b.valid and a.cycles_median and b.cycles_median]
+    rows = [(a.kernel, "+".join(a.actions), rel(a.cycles_median, b.cycles_median),
+             rel(a.time_ms_median, b.time_ms_median))
+            for a, b in zip(runs[0], runs[1], strict=True)
+            if a.valid and b.valid and a.cycles_median and b.cycles_median]
     cyc = [r[2] for r in rows]
     tim = [r[3] for r in rows]
-    out["repeatability"] = {"n": len(rows), "cycles_max_rel": max(cyc, default=None), "time_max_rel": max(tim, default=None),
-                            "cycles_within_0.5pct": sum(c <= 0.005 for c in cyc), "time_within_1pct": sum(t <= 0.01 for t in tim),
+    out["repeatability"] = {"n": len(rows), "cycles_max_rel": max(cyc, default=None),
+                            "time_max_rel": max(tim, default=None),
+                            "cycles_within_0.5pct": sum(c <= 0.005 for c in cyc),
+                            "time_within_1pct": sum(t <= 0.01 for t in tim),
                             "rows": rows}
     print(f"repeatability over {len(rows)} variants: cycles max rel diff {max(cyc, default=0):.4%} "
-          f"({sum(c <= 0.005 for c in cyc)}/{len(rows)} within 0.5%), time max rel diff {max(tim, default=0):.4%} "
+          f"({sum(c <= 0.005 for c in cyc)}/{len(rows)} within 0.5%), "
+          f"time max rel diff {max(tim, default=0):.4%} "
           f"({sum(t <= 0.01 for t in tim)}/{len(rows)} within 1%)")
 
     seed_rows = []
     specs = {s.kernel: s for s in load_specs(SPECS)}
     with GpuBackend(args.store_dir / f"seed-{time.time_ns()}.sqlite", cfg) as be:
-        for name in ("gemm_tile(4,6,8)", "gemm_tile(2,2,2)", "gemm_tile(4,4,4)", "gemm_tile(6,6,6)", "gemm_tile(8,8,8)"):
+        for name in ("gemm_tile(4,6,8)", "gemm_tile(2,2,2)", "gemm_tile(4,4,4)", "gemm_tile(6,6,6)",
+                     "gemm_tile(8,8,8)"):
             s = specs[name]
             base = ptx_path(SPECS, s).read_text()
             m = load_module(SPECS, s)

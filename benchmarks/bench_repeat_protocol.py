@@ -13,7 +13,8 @@ process, in one CUDA context, by three protocols:
   process is visible too;
 * rounds: buffers allocated once per kernel; `--rounds` rounds, each visiting every variant (shuffled) for
   1/rounds of the samples and reps; per variant the median over the pooled samples;
-* rounds_realloc: as rounds, but every round on fresh buffers behind a spacer allocation (placements averaged);
+* rounds_realloc: as rounds, but every round on fresh buffers behind a spacer allocation (placements
+  averaged);
 * rounds, relative: the same samples, each variant's median divided by the baseline's median of the same
   process: the quantity a reward log(before/after) uses.
 
@@ -107,7 +108,8 @@ def run(args) -> dict:
     selected = list(kernels_of(Path("data/kernels"), ["gemm_tile"], args.kernel))
     t0 = time.perf_counter()
     compiled = compile_all(selected, args.variants, args.seed, os.environ.get("CHRONOS_PTXAS"), cfg.arch)
-    print(f"compiled {sum(len(c) for _, _, c in compiled)} variants in {time.perf_counter() - t0:.1f} s", flush=True)
+    print(f"compiled {sum(len(c) for _, _, c in compiled)} variants in {time.perf_counter() - t0:.1f} s",
+          flush=True)
     runner = GpuRunner(0)
     runner.warm_up(cfg.gpu_warmup_s)
     rng = random.Random(args.seed)
@@ -127,7 +129,8 @@ def run(args) -> dict:
                     {"valid": r["valid"], "cycles": r.get("cycles", {}).get("median"),
                      "time_ms": r.get("time_ms", {}).get("median")})
         mhz.append(sm_mhz(runner))
-        # rounds (the library's GpuRunner.measure_rounds): one allocation, every variant visited once per round
+        # rounds (the library's GpuRunner.measure_rounds): one allocation, every variant visited once per
+        # round
         cands = [((c.sha, c.cubin), c.cycles) for c in comps]
         for proto, realloc in (("rounds", False), ("rounds_realloc", True)):
             res = runner.measure_rounds(spec, cfg, base, cands, args.rounds, realloc=realloc)
@@ -163,7 +166,8 @@ def _values(run: dict, kernel: str, protocol: str, key: str) -> dict[str, float]
 def compare(paths: list[Path]) -> dict:
     runs = [json.loads(p.read_text()) for p in paths]
     out = {"runs": [{"file": str(p), "gpu": r["gpu_env"], "start": r["start"],
-                     "sm_mhz": {k: [round(min(v["sm_mhz"])), round(max(v["sm_mhz"]))] for k, v in r["kernels"].items()}}
+                     "sm_mhz": {k: [round(min(v["sm_mhz"])), round(max(v["sm_mhz"]))]
+                                for k, v in r["kernels"].items()}}
                     for p, r in zip(paths, runs, strict=True)]}
     for key, tol in (("cycles", 0.005), ("time_ms", 0.01)):
         for protocol in ("independent_pass0", "independent", "rounds", "rounds_relative", "rounds_realloc",
@@ -211,8 +215,9 @@ def compare_confirm(a: Path, b: Path) -> dict:
             common += [abs(np.expm1(d - shift)) for v, d in zip(vs, lr, strict=True) if v != 0]
         for name, d in (("raw", np.array(raw)), ("kernel_shift_removed", np.array(common)),
                         ("kernel_shift", np.array(shifts))):
-            out[f"{key}:{name}"] = {"n": int(d.size), "median": float(np.median(d)), "p95": float(np.percentile(d, 95)),
-                                    "max": float(d.max()), "within": float((d <= tol).mean()), "tolerance": tol}
+            out[f"{key}:{name}"] = {"n": int(d.size), "median": float(np.median(d)),
+                                    "p95": float(np.percentile(d, 95)), "max": float(d.max()),
+                                    "within": float((d <= tol).mean()), "tolerance": tol}
     return out
 
 

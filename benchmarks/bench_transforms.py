@@ -65,7 +65,8 @@ def main() -> None:
     if split_text.exists():  # gemm_tile has no vector loads to split: time split_ld on Triton's layernorm
         t = split_text.read_text()
         med, iqr = _time(lambda m: apply(m, "split_ld"), args.reps, setup=lambda: parse(t))
-        print(f"{'split_ld':<14}{med:>9.2f}{iqr:>8.2f}  on triton_layernorm.sm_90a ({len(t.splitlines())} lines)")
+        print(f"{'split_ld':<14}{med:>9.2f}{iqr:>8.2f}  "
+              f"on triton_layernorm.sm_90a ({len(t.splitlines())} lines)")
         worst = max(worst, med)
     print(f"worst median: {worst:.2f} ms (target <= 5 ms)")
 

@@ -76,7 +76,8 @@ def _phase(spec, ptx: str, which: str, ptxas: str | None) -> None:
             k.func.set_attribute(drv.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, spec.shared_bytes)
         from chronos.measure.runner import _TYPECODE
 
-        k.func.prepare("".join("P" if a.kind in ("buffer", "null") else _TYPECODE[a.dtype] for a in spec.args))
+        k.func.prepare("".join("P" if a.kind in ("buffer", "null") else _TYPECODE[a.dtype]
+                               for a in spec.args))
         k.spec = spec
     else:
         res = assemble(ptx, cfg.arch, ptxas=ptxas)
@@ -90,8 +91,8 @@ def _phase(spec, ptx: str, which: str, ptxas: str | None) -> None:
     else:
         inst = assemble(instrument_text(ptx, spec.entry), cfg.arch, ptxas=ptxas)
         r._upload(spec, bufs, inputs, cfg.poison_byte)
-        print(which, "ok", stats(r._cycle_samples(r._kernel("y", inst.cubin, spec, extra_ptr=True), spec, args, cfg,
-                                                  cfg.cycle_samples, 3)))
+        print(which, "ok", stats(r._cycle_samples(
+            r._kernel("y", inst.cubin, spec, extra_ptr=True), spec, args, cfg, cfg.cycle_samples, 3)))
     r.close()
 
 
@@ -107,8 +108,8 @@ def main() -> None:
         phase(a.kernel, a.phase, a.ptxas, a.actions, a.repeat)
         return
     for p in PHASES:
-        cmd = [sys.executable, __file__, a.kernel, "--phase", p, "--actions", a.actions, "--repeat", str(a.repeat)] + (
-            ["--ptxas", a.ptxas] if a.ptxas else [])
+        cmd = [sys.executable, __file__, a.kernel, "--phase", p, "--actions", a.actions,
+               "--repeat", str(a.repeat)] + (["--ptxas", a.ptxas] if a.ptxas else [])
         r = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=120)
         lines = [ln for ln in (r.stdout + r.stderr).splitlines() if ln.strip() and not ln.startswith("---")]
         print(f"{p}: exit {r.returncode}: " + " | ".join(ln[:300] for ln in lines[-4:]))

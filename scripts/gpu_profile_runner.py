@@ -11,8 +11,8 @@ import pstats
 import time
 from pathlib import Path
 
-from chronos.kernels.spec import load_module, load_specs
 from chronos.config import MeasureConfig
+from chronos.kernels.spec import load_module, load_specs
 from chronos.measure.instrument import instrument_text
 from chronos.measure.runner import GpuRunner
 from chronos.ptx import emit
@@ -33,7 +33,8 @@ def main() -> None:
     variants = []
     for acts in (["vec_ld"], ["vec_st"], ["vec_ld", "vec_st"], ["cache_cs"], ["reorder_cp"]):
         ptx = emit(apply_sequence(root, acts))
-        variants.append((assemble(ptx, cfg.arch).cubin, assemble(instrument_text(ptx, spec.entry), cfg.arch).cubin))
+        variants.append((assemble(ptx, cfg.arch).cubin,
+                         assemble(instrument_text(ptx, spec.entry), cfg.arch).cubin))
     r = GpuRunner(0)
     r.measure(spec, cfg, ("base", base), ("v0", variants[0][0]), ("c0", variants[0][1]))  # warm
     prof = cProfile.Profile()

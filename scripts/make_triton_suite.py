@@ -80,7 +80,8 @@ def spec_launch(spec: KernelSpec, image: bytes, data: dict):
 def bits_equal(a, b) -> bool:
     import torch
 
-    return a.shape == b.shape and torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8))
+    return a.shape == b.shape and torch.equal(a.contiguous().view(torch.uint8),
+                                              b.contiguous().view(torch.uint8))
 
 
 def run_case(case: Case, seed: int, out_dir: Path) -> tuple[KernelSpec, dict]:
@@ -125,7 +126,8 @@ def run_case(case: Case, seed: int, out_dir: Path) -> tuple[KernelSpec, dict]:
     exact = {}
     for label, image in (("ptx_jit", ptx.encode()), ("cubin", ck.asm["cubin"])):
         got = spec_launch(spec, image, data)
-        exact[label] = all(bits_equal(got[k], v) and not bool(got[k].isnan().any()) for k, v in ref_out.items())
+        exact[label] = all(bits_equal(got[k], v) and not bool(got[k].isnan().any())
+                           for k, v in ref_out.items())
     nan_free = not any(bool(v.isnan().any()) for v in ref_out.values() if v.is_floating_point())
     ms = triton.testing.do_bench(lambda: triton_launch(case, fn, tensors), return_mode="median")
     rec.update(n_regs=ck.n_regs, n_spills=ck.n_spills, shared=md.shared, block=list(spec.block),
@@ -148,7 +150,8 @@ def provenance() -> dict:
     return {"gpu": torch.cuda.get_device_name(), "nvidia_smi": smi.stdout.strip(),
             "driver": smi.stdout.strip().split(",")[-1].strip() if smi.returncode == 0 else None,
             "triton": triton.__version__, "torch": torch.__version__, "torch_cuda": torch.version.cuda,
-            "pycuda": pycuda.VERSION_TEXT, "triton_ptxas": next((ln for ln in ver.splitlines() if "release" in ln), ver.strip()),
+            "pycuda": pycuda.VERSION_TEXT,
+            "triton_ptxas": next((ln for ln in ver.splitlines() if "release" in ln), ver.strip()),
             "python": platform.python_version(),
             "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "command": "PYTHONUNBUFFERED=1 python3 " + " ".join(sys.argv)}

@@ -1,4 +1,5 @@
-"""chronos.config: params.yaml loads whole and typed; a typo or a wrong type is a one-line error naming the key."""
+"""chronos.config: params.yaml loads whole and typed; a typo or a wrong type is a one-line error naming
+the key."""
 
 from __future__ import annotations
 

@@ -47,7 +47,8 @@ def test_optimize_path_never_returns_a_slower_or_unverified_kernel(action, verdi
     assert row["verdict"] == verdict and row["optimize"]["returned"] == returned
     assert row["optimize"]["speedup_cycles"] >= 1.0
     summary = summarize([row])
-    assert summary["slower_than_baseline"] == 0 and summary["wrong_outputs"] == (verdict == "invalid:wrong_output")
+    assert summary["slower_than_baseline"] == 0
+    assert summary["wrong_outputs"] == (verdict == "invalid:wrong_output")
 
 
 class MissingBackend:
@@ -57,7 +58,8 @@ class MissingBackend:
 
 def test_a_replay_miss_is_reported_as_unmeasured():
     row = _optimize((2, 2, 2), MissingBackend(), _policy_preferring(0))
-    assert row["verdict"] == "unmeasured" and "no measurement" in row["error"] and row["sequence"] == ["vec_ld"]
+    assert row["verdict"] == "unmeasured" and "no measurement" in row["error"]
+    assert row["sequence"] == ["vec_ld"]
     assert summarize([row])["measured"] == 0
 
 

@@ -60,7 +60,8 @@ def dvc_stages(dvc_yaml: Path) -> dict[str, dict]:
     """Stages as written; a matrix stage is one templated stage, its ${item.x} spelled {x} like a wildcard."""
     stages = yaml.safe_load(dvc_yaml.read_text())["stages"]
     return {
-        # metrics and plots files are outputs too (DVC lists them apart so `dvc exp show`/`dvc plots` find them)
+        # metrics and plots files are outputs too (DVC lists them apart so `dvc exp show`/`dvc plots` find
+        # them)
         name: {"cmd": _template(_norm_cmd(s["cmd"])), "deps": [_template(p) for p in _paths(s.get("deps"))],
                "outs": sorted(_template(p) for p in
                               _paths(s.get("outs")) + _paths(s.get("metrics")) + _paths(s.get("plots"))),
@@ -137,7 +138,8 @@ def differences(dvc: dict[str, dict], smk: dict[str, dict]) -> list[str]:
     for name in sorted(dvc.keys() & smk.keys()):
         for field in ("cmd", "deps", "outs", "params"):
             if dvc[name][field] != smk[name][field]:
-                diffs.append(f"{name}.{field}: dvc.yaml {dvc[name][field]!r} != Snakefile {smk[name][field]!r}")
+                diffs.append(f"{name}.{field}: dvc.yaml {dvc[name][field]!r} "
+                             f"!= Snakefile {smk[name][field]!r}")
     return diffs
 
 
@@ -181,7 +183,8 @@ def test_doctored_snakemake_rule_is_caught(real, tmp_path):
     smk_file = tmp_path / "workflow" / "rules" / "policy.smk"
     text = smk_file.read_text()
     assert "--stats reports/bc_stats.json\"" in text
-    smk_file.write_text(text.replace("--stats reports/bc_stats.json\"", "--stats reports/bc_stats.json --fast\"", 1))
+    smk_file.write_text(text.replace("--stats reports/bc_stats.json\"",
+                                     "--stats reports/bc_stats.json --fast\"", 1))
     smk, _ = snakemake_workflow(tmp_path)
     assert [d.split(":")[0] for d in differences(dvc, smk)] == ["bc.cmd"]
 

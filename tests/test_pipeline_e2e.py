@@ -36,12 +36,14 @@ def test_snakemake_runs_every_stage_on_replay(tmp_path, ptxas):
                           cwd=tmp_path, capture_output=True, text=True, timeout=3000, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     for out in IDENTICAL:
-        assert (tmp_path / out).read_bytes() == (ROOT / out).read_bytes(), f"{out} differs from the committed one"
+        assert (tmp_path / out).read_bytes() == (ROOT / out).read_bytes(), (
+            f"{out} differs from the committed one")
 
     ckpt = torch.load(tmp_path / "models/checkpoint_best.pt", weights_only=True)
     assert ckpt["metadata"]["stage"] == "grpo" and ckpt["metadata"]["args"]["epochs"] == 2
     training = json.loads((tmp_path / "reports/training_result.json").read_text())
-    assert len(training["kernels"]) == 64 and {k["split"] for k in training["kernels"]} == {"train", "heldout"}
+    assert (len(training["kernels"]) == 64
+            and {k["split"] for k in training["kernels"]} == {"train", "heldout"})
     assert all(k["valid"] is not None and k["baseline_cycles"] > 0 for k in training["kernels"])
     curves = (tmp_path / "reports/grpo_curves.csv").read_text().splitlines()
     assert len(curves) == 1 + 3  # header, epoch 0 (the BC policy), epochs 1 and 2
@@ -50,7 +52,8 @@ def test_snakemake_runs_every_stage_on_replay(tmp_path, ptxas):
     for row in triton["kernels"]:  # measured, or said why not: nothing in between
         assert ("optimize" in row) != (row["verdict"] in ("unmeasured", "baseline_invalid"))
     metrics = json.loads((tmp_path / "reports/metrics.json").read_text())
-    assert metrics["oracle_kernels"] == 64 and metrics["greedy_kernels"] == 64 and metrics["policy_kernels"] == 64
+    assert (metrics["oracle_kernels"] == 64 and metrics["greedy_kernels"] == 64
+            and metrics["policy_kernels"] == 64)
     assert metrics["oracle_mean_change"] <= metrics["greedy_mean_change"]  # the oracle bounds every search
     for fig in ("search_gemm_tile", "bc_curves", "grpo_curves", "triton_results"):
         assert (tmp_path / "reports/figures" / f"{fig}.png").stat().st_size > 10_000

@@ -46,7 +46,8 @@ class GemmTileConfig:
             values = getattr(self, name)
             _check(bool(values) and all(v > 0 for v in values), f"kernels.gemm_tile.{name}",
                    f"must be a non-empty list of positive ints, got {list(values)}")
-        _check(self.target.startswith("sm_"), "kernels.gemm_tile.target", f"not an sm_XX target: {self.target!r}")
+        _check(self.target.startswith("sm_"), "kernels.gemm_tile.target",
+               f"not an sm_XX target: {self.target!r}")
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,8 @@ class BCConfig:
         _check(self.batch_size >= 1, "bc.batch_size", f"must be >= 1, got {self.batch_size}")
         _check(self.hidden >= 1, "bc.hidden", f"must be >= 1, got {self.hidden}")
         _check(0 <= self.dropout < 1, "bc.dropout", f"must be in [0, 1), got {self.dropout}")
-        _check(0 <= self.heldout_fraction < 1, "bc.heldout_fraction", f"must be in [0, 1), got {self.heldout_fraction}")
+        _check(0 <= self.heldout_fraction < 1, "bc.heldout_fraction",
+               f"must be in [0, 1), got {self.heldout_fraction}")
 
 
 TEMPERATURE_SCHEDULES = ("linear", "cosine", "exponential", "constant")
@@ -141,13 +143,15 @@ class GRPOConfig:
         _check(self.update_iters >= 1, "grpo.update_iters", f"must be >= 1, got {self.update_iters}")
         _check(self.temperature_schedule in TEMPERATURE_SCHEDULES, "grpo.temperature_schedule",
                f"must be one of {TEMPERATURE_SCHEDULES}, got {self.temperature_schedule!r}")
-        _check(self.anchor in ("greedy", "sample"), "grpo.anchor", f"must be greedy or sample, got {self.anchor!r}")
+        _check(self.anchor in ("greedy", "sample"), "grpo.anchor",
+               f"must be greedy or sample, got {self.anchor!r}")
         _check(self.max_steps >= 1, "grpo.max_steps", f"must be >= 1, got {self.max_steps}")
         _check(self.log_interval >= 0, "grpo.log_interval", f"must be >= 0, got {self.log_interval}")
 
     @property
     def env(self) -> EnvConfig:
-        return EnvConfig(max_steps=self.max_steps, step_cost=self.step_cost, invalid_penalty=self.invalid_penalty)
+        return EnvConfig(max_steps=self.max_steps, step_cost=self.step_cost,
+                         invalid_penalty=self.invalid_penalty)
 
 
 @dataclass(frozen=True)
@@ -214,7 +218,8 @@ class MeasureConfig:
         _check(self.reps >= 1, "measure.reps", f"must be >= 1, got {self.reps}")
         _check(self.cycle_samples >= 1, "measure.cycle_samples", f"must be >= 1, got {self.cycle_samples}")
         _check(self.warmup >= 0, "measure.warmup", f"must be >= 0, got {self.warmup}")
-        _check(self.input_draws >= 2, "measure.input_draws", "must be >= 2 (verification needs two fresh draws)")
+        _check(self.input_draws >= 2, "measure.input_draws",
+               "must be >= 2 (verification needs two fresh draws)")
         _check(0 <= self.poison_byte <= 255, "measure.poison_byte", f"must be a byte, got {self.poison_byte}")
         _check(self.watchdog_s > 0, "measure.watchdog_s", f"must be > 0, got {self.watchdog_s}")
         _check(self.gpus >= 1, "measure.gpus", f"must be >= 1, got {self.gpus}")
@@ -277,7 +282,8 @@ class TritonSearchConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        _check(self.random_budget >= 0, "search.triton.random_budget", f"must be >= 0, got {self.random_budget}")
+        _check(self.random_budget >= 0, "search.triton.random_budget",
+               f"must be >= 0, got {self.random_budget}")
 
 
 @dataclass(frozen=True)
@@ -332,9 +338,11 @@ def _coerce(value, hint, key: str):
     if hint is bool:
         _check(isinstance(value, bool), key, f"must be true or false, got {value!r}")
     elif hint is int:
-        _check(isinstance(value, int) and not isinstance(value, bool), key, f"must be an integer, got {value!r}")
+        _check(isinstance(value, int) and not isinstance(value, bool), key,
+               f"must be an integer, got {value!r}")
     elif hint is float:
-        _check(isinstance(value, int | float) and not isinstance(value, bool), key, f"must be a number, got {value!r}")
+        _check(isinstance(value, int | float) and not isinstance(value, bool), key,
+               f"must be a number, got {value!r}")
         return float(value)
     elif hint is str:
         # ptx_version: "8.0" is a string; an unquoted 8.0 is a YAML float and means the same.
@@ -345,7 +353,8 @@ def _coerce(value, hint, key: str):
 
 
 def build(cls, block, where: str = ""):
-    """An instance of the config dataclass `cls` from a mapping; unknown keys and wrong types fail naming the key."""
+    """An instance of the config dataclass `cls` from a mapping; unknown keys and wrong types fail
+    naming the key."""
     prefix = f"{where}." if where else ""
     if block is None:
         block = {}

@@ -110,7 +110,8 @@ class MeasurementMissError(MeasureError):
         acts = "+".join(actions) if actions else "(baseline, no actions)"
         super().__init__(
             f"no measurement in {store} for kernel {kernel}, actions {acts}, ptx sha256 {ptx_sha256}, "
-            f"measure config {config_hash}; measure it on a GPU machine (measure.backend: gpu) and commit the store",
+            f"measure config {config_hash}; measure it on a GPU machine (measure.backend: gpu) "
+            "and commit the store",
             repro=f"python -m chronos.stages.baseline --backend gpu --store {store}")
 
 

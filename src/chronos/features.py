@@ -93,14 +93,9 @@ def _in_space(mods: tuple[str, ...], space: str) -> bool:
     return any(m == space or m.startswith(space + "::") for m in mods)
 
 
-@functools.lru_cache(maxsize=4096)
-def _tags(opcode: str) -> frozenset[str]:
-    """The counters an opcode contributes to. Depends on the opcode text only, so it is cached: a kernel
-    has few distinct opcodes, and this keeps feature extraction well under a millisecond per 100 lines."""
-    op, *rest = opcode.split(".")
-    mods = tuple(rest)
+def _global_access_tags(op: str, mods: tuple[str, ...]) -> set[str]:
+    """Global loads and stores, and whether they are vector accesses or carry a cache hint."""
     tags = set()
-    floaty = any(m in _FLOAT_TYPES for m in mods)
     if op in ("ld", "ldu") and _in_space(mods, "global"):
         tags.add("gld")
         if any(m in _VEC_MODS for m in mods):
@@ -113,31 +108,53 @@ def _tags(opcode: str) -> frozenset[str]:
             tags.add("gst_vec")
         if any(m in _ST_COPS or m.startswith("L1::") for m in mods):
             tags.add("gst_hint")
-    if (op in ("ld", "st") and _in_space(mods, "shared")) or op in ("ldmatrix", "stmatrix"):
-        tags.add("shared")
+    return tags
+
+
+def _math_tags(op: str, mods: tuple[str, ...]) -> set[str]:
+    """FMAs (tensor-core ops included), tensor-core ops, special functions and conversions."""
+    tags = set()
+    floaty = any(m in _FLOAT_TYPES for m in mods)
     tensor = op == "mma" or (op == "wgmma" and "mma_async" in mods)
     # Integer mad.lo/mad.wide is address arithmetic, not the kernel's math.
     if op == "fma" or tensor or (op == "mad" and floaty):
         tags.add("fma")
     if tensor:
         tags.add("tensor")
+    if op in _SFU_OPS or (op == "div" and floaty):
+        tags.add("sfu")
+    if op == "cvt":
+        tags.add("cvt")
+    return tags
+
+
+def _other_tags(op: str, mods: tuple[str, ...]) -> set[str]:
+    """Shared-memory ops, control flow, barriers, prefetches, async copies and the memory/ALU split."""
+    tags = set()
+    if (op in ("ld", "st") and _in_space(mods, "shared")) or op in ("ldmatrix", "stmatrix"):
+        tags.add("shared")
     if op in ("bra", "brx"):
         tags.add("branch")
     if op in ("bar", "barrier"):
         tags.add("barrier")
     if op in ("prefetch", "prefetchu"):
         tags.add("prefetch")
-    if op in _SFU_OPS or (op == "div" and floaty):
-        tags.add("sfu")
-    if op == "cvt":
-        tags.add("cvt")
     if op in _MEM_OPS and not _in_space(mods, "param"):
         tags.add("mem")
     elif op in _ALU_OPS:
         tags.add("alu")
     if op == "cp" and "async" in mods:
         tags.add("async")
-    return frozenset(tags)
+    return tags
+
+
+@functools.lru_cache(maxsize=4096)
+def _tags(opcode: str) -> frozenset[str]:
+    """The counters an opcode contributes to. Depends on the opcode text only, so it is cached: a kernel
+    has few distinct opcodes, and this keeps feature extraction well under a millisecond per 100 lines."""
+    op, *rest = opcode.split(".")
+    mods = tuple(rest)
+    return frozenset(_global_access_tags(op, mods) | _math_tags(op, mods) | _other_tags(op, mods))
 
 
 def _mentions(ins: Instruction) -> set[str]:
@@ -147,45 +164,56 @@ def _mentions(ins: Instruction) -> set[str]:
     return regs
 
 
+class _PendingLoads:
+    """The global loads of the current basic block whose results have not been mentioned yet."""
+
+    def __init__(self) -> None:
+        self.out: list[int] = []  # settled distances, in settling order
+        self.pending: dict[str, int] = {}  # register -> position of the load that defined it
+        self.loads: dict[int, set[str]] = {}  # load position -> its destination registers still pending
+
+    def settle(self, load_pos: int, at: int) -> None:
+        self.out.append(at - load_pos)
+        for r in self.loads.pop(load_pos):
+            self.pending.pop(r, None)
+
+    def flush(self, pos: int) -> None:
+        """The block ends at `pos`: settle every pending load there."""
+        for p in sorted(self.loads):
+            self.settle(p, pos)
+
+    def visit(self, ins: Instruction, pos: int) -> None:
+        """Settle the loads whose results `ins` (at `pos`) mentions; track `ins` if it is a global load."""
+        if self.pending:
+            for p in sorted({self.pending[r] for r in _mentions(ins) if r in self.pending}):
+                self.settle(p, pos)
+        if "gld" in _tags(ins.opcode) and ins.operands:
+            dests = set(operand_regs(ins.operands[0]))
+            if dests:
+                self.loads[pos] = dests
+                self.pending.update(dict.fromkeys(dests, pos))
+
+
 def _load_use_distances(fn: Function) -> list[int]:
     """For each global load: instructions until its result is next mentioned, within its basic block.
 
     One forward pass: pending load results wait in a dict until an instruction mentions them; a label or
     a branch ends the block and settles every pending load at the block's end.
     """
-    out: list[int] = []
-    pending: dict[str, int] = {}  # register -> position of the load that defined it
-    loads: dict[int, set[str]] = {}  # load position -> its destination registers still pending
+    state = _PendingLoads()
     pos = 0
-
-    def settle(load_pos: int, at: int) -> None:
-        out.append(at - load_pos)
-        for r in loads.pop(load_pos):
-            pending.pop(r, None)
-
-    def flush() -> None:
-        for p in sorted(loads):
-            settle(p, pos)
-
     for st in fn.body or []:
         if isinstance(st, Label):
-            flush()
+            state.flush(pos)
             continue
         if not isinstance(st, Instruction):
             continue
-        if pending:
-            for p in sorted({pending[r] for r in _mentions(st) if r in pending}):
-                settle(p, pos)
-        if "gld" in _tags(st.opcode) and st.operands:
-            dests = set(operand_regs(st.operands[0]))
-            if dests:
-                loads[pos] = dests
-                pending.update(dict.fromkeys(dests, pos))
+        state.visit(st, pos)
         pos += 1
         if st.op in ("bra", "brx", "ret", "exit"):
-            flush()
-    flush()
-    return out
+            state.flush(pos)
+    state.flush(pos)
+    return state.out
 
 
 def _entry_counts(fn: Function) -> Counter:

@@ -1,8 +1,8 @@
 """The product's optimize path: predict → candidates → measure → verify → choose, for one kernel.
 
     result = optimize(spec, module, backend, policy, max_steps=6, min_gain=0.005, beam=8)
-    result.chosen, result.ptx          # the actions and PTX to ship: a verified, clearly faster variant or the
-                                       # baseline itself — never a slower or unverified kernel
+    result.chosen, result.ptx   # the actions and PTX to ship: a verified, clearly faster variant
+                                # or the baseline itself — never a slower or unverified kernel
 
 The policy's greedy decoding gives one candidate; with `beam` > 1 its `beam` most probable distinct sets are
 candidates too (chronos.rl.decode). Every candidate is measured by the backend (bit-exact verification
@@ -83,7 +83,8 @@ class OptimizeResult:
 
     def to_json(self) -> dict:
         """The row of reports/measure_triton_results.json: the greedy prediction (`verdict`, `optimize`) and,
-        with beam decoding, every candidate (`beam`) and what the path returned over them (`optimize_beam`)."""
+        with beam decoding, every candidate (`beam`) and what the path returned over them
+        (`optimize_beam`)."""
         row = {"kernel": self.kernel, "sequence": list(self.sequence), "final_set": list(self.key)}
         if self.error is not None:
             return {**row, "verdict": "unmeasured", "error": self.error}
@@ -93,10 +94,12 @@ class OptimizeResult:
             return {**row, "verdict": "baseline_invalid"}
         if final.valid and self.key:
             row["change"] = final.cycles / base.cycles - 1.0
-            row["time_change"] = final.time_ms / base.time_ms - 1.0 if final.time_ms and base.time_ms else None
+            timed = final.time_ms and base.time_ms
+            row["time_change"] = final.time_ms / base.time_ms - 1.0 if timed else None
         row["verdict"] = self.verdict
         faster = self.verdict == "faster"
-        row["optimize"] = {"returned": "variant" if faster else "baseline", **_speedups(base, final if faster else base)}
+        row["optimize"] = {"returned": "variant" if faster else "baseline",
+                           **_speedups(base, final if faster else base)}
         if self.beam:
             row["beam"] = [_candidate_json(c, base) for c in self.beam]
             best = next((c.outcome for c in self.beam if c.key == self.chosen and self.chosen), base)
@@ -106,7 +109,8 @@ class OptimizeResult:
 
 
 def _numbers(o: Outcome) -> dict:
-    return {"cycles": o.cycles, "cycles_iqr": o.cycles_iqr, "time_ms": o.time_ms, "time_ms_iqr": o.time_ms_iqr,
+    return {"cycles": o.cycles, "cycles_iqr": o.cycles_iqr, "time_ms": o.time_ms,
+            "time_ms_iqr": o.time_ms_iqr,
             "valid": o.valid, "reason": o.reason}
 
 
@@ -127,10 +131,12 @@ def _candidate_json(c: Candidate, base: Outcome) -> dict:
 
 def _measure(ev: Evaluator, space: KernelSpace, keys: list[tuple]) -> list[Outcome]:
     outs = ev.evaluate(list(keys), modules={k: m for k in keys if (m := space.module(k)) is not None})
-    return [o if o is not None else Outcome(k, False, reason="illegal_in_order") for k, o in zip(keys, outs, strict=True)]
+    return [o if o is not None else Outcome(k, False, reason="illegal_in_order")
+            for k, o in zip(keys, outs, strict=True)]
 
 
-def _beam_candidates(ev, space, policy, base: Outcome, k: int, max_steps: int, min_gain: float) -> list[Candidate]:
+def _beam_candidates(ev, space, policy, base: Outcome, k: int, max_steps: int,
+                     min_gain: float) -> list[Candidate]:
     """The policy's k most probable sets, each measured in its own backend call (one replay miss hides
     nothing else)."""
     cands = []
@@ -153,10 +159,10 @@ def _fastest(base: Outcome, cands: list[Candidate]) -> tuple[str, ...]:
 
 
 def optimize(spec: KernelSpec, module, backend, policy, *, max_steps: int, min_gain: float, beam: int = 1,
-             env: EnvConfig = EnvConfig()) -> OptimizeResult:
+             ptxas_legality: bool = EnvConfig.ptxas_legality) -> OptimizeResult:
     """Run the optimize path on one kernel (`module`: its parsed PTX). Never raises for a measurement the
     backend cannot give: the result says `unmeasured` and returns the baseline."""
-    space = KernelSpace(module, env.ptxas_legality)
+    space = KernelSpace(module, ptxas_legality)
     ev = Evaluator(spec, module, backend)
     decoded = greedy_decode([space], policy, max_steps)[0]
     res = OptimizeResult(spec.kernel, decoded.sequence, decoded.key, None, None, ptx=emit(module))
@@ -194,7 +200,8 @@ def summarize(rows: list[dict]) -> dict:
     for r in rows:
         verdicts[r["verdict"]] = verdicts.get(r["verdict"], 0) + 1
     return {"kernels": len(rows), "measured": len(done), "verdicts": dict(sorted(verdicts.items())),
-            "geomean_speedup_cycles": speedup("speedup_cycles"), "geomean_speedup_time": speedup("speedup_time"),
+            "geomean_speedup_cycles": speedup("speedup_cycles"),
+            "geomean_speedup_time": speedup("speedup_time"),
             "wrong_outputs": sum(r["verdict"] == "invalid:wrong_output" for r in rows),
             "slower_than_baseline": sum(r["optimize"]["speedup_cycles"] < 1.0 for r in done),
             "distinct_sequences": len({tuple(r["final_set"]) for r in rows}),

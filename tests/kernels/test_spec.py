@@ -18,7 +18,8 @@ def test_json_round_trip(tmp_path):
 @pytest.mark.parametrize("change, message", [
     ({"grid": [0, 1, 1]}, "grid and block"),
     ({"args": [{"name": "x", "kind": "buffer", "dtype": "f99", "elements": 4}]}, "unknown dtype"),
-    ({"args": [{"name": "x", "kind": "buffer", "dtype": "f32", "elements": 4, "role": "input"}]}, "no output"),
+    ({"args": [{"name": "x", "kind": "buffer", "dtype": "f32", "elements": 4, "role": "input"}]},
+     "no output"),
     ({"args": [{"name": "x", "kind": "scalar", "dtype": "u32"}]}, "needs a value"),
     ({"args": [{"name": "x", "kind": "buffer", "dtype": "f32", "elements": 4, "role": "output",
                 "init": "__import__('os')"}]}, "bad init"),

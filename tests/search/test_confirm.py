@@ -35,7 +35,8 @@ def test_confirmed_oracle_contenders_and_fraction():
     policy = {"gemm_tile(2,2,2)": ["vec_ld", "vec_st", "st_cache_wb"], "gemm_tile(4,4,4)": ["vec_st"]}
     out = summarize(DATA, heldout={"gemm_tile(4,4,4)"}, policy=policy, min_gain=MIN_GAIN)
     k0, k1 = out["kernels"]
-    assert k0["oracle"]["actions"] == ["vec_ld", "vec_st", "reorder_cp"] and k0["oracle"]["change"] == pytest.approx(-0.41)
+    assert (k0["oracle"]["actions"] == ["vec_ld", "vec_st", "reorder_cp"]
+            and k0["oracle"]["change"] == pytest.approx(-0.41))
     assert k0["policy"]["change"] == pytest.approx(-0.39) and k0["greedy"]["change"] == pytest.approx(-0.40)
     assert k1["policy"] is None  # vec_st alone was not among the measured candidates
     tr, ho = out["summary"]["train"], out["summary"]["heldout"]
@@ -49,7 +50,8 @@ def test_confirmed_oracle_contenders_and_fraction():
 
 
 def test_a_kernel_without_a_measured_baseline_is_an_error_row():
-    data = {"provenance": {}, "kernels": [{"kernel": "k", "candidates": [_cand([], ["baseline"], 1.0, valid=False)]}]}
+    data = {"provenance": {},
+            "kernels": [{"kernel": "k", "candidates": [_cand([], ["baseline"], 1.0, valid=False)]}]}
     out = summarize(data, heldout=set(), policy={}, min_gain=MIN_GAIN)
     assert out["kernels"][0]["error"] == "baseline not measured" and out["summary"]["all"]["kernels"] == 0
 
@@ -57,6 +59,9 @@ def test_a_kernel_without_a_measured_baseline_is_an_error_row():
 def test_the_policy_is_confirmed_by_its_sass_variant_when_its_set_was_not_measured():
     policy = {"gemm_tile(4,4,4)": ["vec_ld", "maxnreg_255"]}  # same SASS as vec_ld alone
     same = {("gemm_tile(4,4,4)", ("vec_ld", "maxnreg_255")): hash(("vec_ld",)) % 1000}
-    out = summarize(DATA, set(), policy, MIN_GAIN, variant_of=lambda k, acts: same.get((k, tuple(acts))))
-    assert out["kernels"][1]["policy"]["actions"] == ["vec_ld"] and out["kernels"][1]["policy"]["change"] == -0.5
-    assert summarize(DATA, set(), policy, MIN_GAIN)["kernels"][1]["policy"] is None  # no atlas: the set itself was not measured
+    out = summarize(DATA, set(), policy, MIN_GAIN,
+                    variant_of=lambda k, acts: same.get((k, tuple(acts))))
+    assert (out["kernels"][1]["policy"]["actions"] == ["vec_ld"]
+            and out["kernels"][1]["policy"]["change"] == -0.5)
+    # no atlas: the set itself was not measured
+    assert summarize(DATA, set(), policy, MIN_GAIN)["kernels"][1]["policy"] is None

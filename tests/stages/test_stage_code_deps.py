@@ -17,7 +17,7 @@ IGNORED = {"src/chronos/__init__.py"}
 
 
 def module_file(name: str) -> Path | None:
-    """src/ file of a chronos module or package, None for a name that is not a module (a class, a function)."""
+    """src/ file of a chronos module or package, or None (a class, a function)."""
     base = SRC / Path(*name.split("."))
     if base.with_suffix(".py").is_file():
         return base.with_suffix(".py")

@@ -22,8 +22,8 @@ from chronos.errors import SpecError
 DTYPES = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i8": 1, "u8": 1, "i16": 2, "i32": 4, "u32": 4, "i64": 8,
           "u64": 8}
 ROLES = ("input", "output", "inout", "null")
-_INIT = re.compile(r"^(uniform\(-?[\d.e+-]+,-?[\d.e+-]+\)|normal\(-?[\d.e+-]+,[\d.e+-]+\)|randint\(-?\d+,-?\d+\)"
-                   r"|zeros|arange|poison)$")
+_INIT = re.compile(r"^(uniform\(-?[\d.e+-]+,-?[\d.e+-]+\)|normal\(-?[\d.e+-]+,[\d.e+-]+\)"
+                   r"|randint\(-?\d+,-?\d+\)|zeros|arange|poison)$")
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ import torch
 from chronos.actions import ACTION_INDEX, ACTION_NAMES, NUM_ACTIONS, STOP
 from chronos.config import GRPOConfig
 from chronos.errors import TrainingDivergedError, TrainingError
+from chronos.progress import progress
 from chronos.rl.decode import greedy_decode, split_obs
 from chronos.rl.env import TransformEnv
 from chronos.rl.policy import TransformPolicy
@@ -300,7 +301,7 @@ def train_grpo(policy: TransformPolicy, reference: TransformPolicy, env: Transfo
     best = (row["train_mean_change"], 0, copy.deepcopy(policy.state_dict()))
     history = [row]
     t0 = time.perf_counter()
-    for epoch in range(1, cfg.epochs + 1):
+    for epoch in progress(range(1, cfg.epochs + 1), desc="grpo", unit="epoch"):
         temp = temperature(cfg, epoch)
         groups = collect_groups(env, policy, reference, train, cfg, temp, rng, gen)
         stats = update(policy, opt, decision_batch(env, groups, policy, reference, cfg.forced_step_in_loss),

@@ -47,8 +47,8 @@ def _sets_by_source(kernel: str, db: AtlasDB, top: int, fixed: tuple, greedy: di
     return out
 
 
-def measure_contenders(selected: list, db: AtlasDB, contenders: dict, mcfg: MeasureConfig, ccfg: ConfirmConfig,
-                       scratch: Path, command: str) -> dict:
+def measure_contenders(selected: list, db: AtlasDB, contenders: dict, mcfg: MeasureConfig,
+                       ccfg: ConfirmConfig, scratch: Path, command: str) -> dict:
     """Per selected (family, specs.json, spec) kernel, the contenders (`contenders`: "fixed" set, "greedy"
     and "policy" {kernel: set}) and the atlas's top variants compiled, then measured side by side on the GPU
     (`GpuBackend.measure_rounds`: verification, then interleaved rounds on one allocation)."""
@@ -81,15 +81,16 @@ def measure_contenders(selected: list, db: AtlasDB, contenders: dict, mcfg: Meas
                          "reason": a.get("reason", ""), "log": a.get("log", "")[:300],
                          "cycles": a.get("cycles"), "time_ms": a.get("time_ms")})
         kernels.append({"kernel": kernel, "candidates": rows})
-    return {"provenance": {**prov, "config_hash": mcfg.config_hash(), "rounds": rounds, "top": top, "realloc": realloc,
-                           "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                           "seconds": round(time.perf_counter() - t0, 1), "compile_seconds": round(compiled_s, 1),
-                           "command": command},
+    return {"provenance": {**prov, "config_hash": mcfg.config_hash(), "rounds": rounds, "top": top,
+                           "realloc": realloc, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                           "seconds": round(time.perf_counter() - t0, 1),
+                           "compile_seconds": round(compiled_s, 1), "command": command},
             "kernels": kernels}
 
 
 def _outcome(c: dict) -> Outcome:
-    return Outcome(tuple(c["actions"]), c["valid"], cycles=c["cycles"]["median"], cycles_iqr=c["cycles"]["iqr"])
+    return Outcome(tuple(c["actions"]), c["valid"], cycles=c["cycles"]["median"],
+                   cycles_iqr=c["cycles"]["iqr"])
 
 
 def summarize(data: dict, heldout: set[str], policy: dict[str, list[str]], min_gain: float,
@@ -106,7 +107,8 @@ def summarize(data: dict, heldout: set[str], policy: dict[str, list[str]], min_g
             per_kernel.append({"kernel": k["kernel"], "error": "baseline not measured"})
             continue
         b = base["cycles"]["median"]
-        row = {"kernel": k["kernel"], "split": "heldout" if k["kernel"] in heldout else "train", "baseline": b}
+        row = {"kernel": k["kernel"], "split": "heldout" if k["kernel"] in heldout else "train",
+               "baseline": b}
         best = min(ok, key=lambda c: c["cycles"]["median"])
         row["oracle"] = {"actions": best["actions"], "change": best["cycles"]["median"] / b - 1,
                          "iqr": best["cycles"]["iqr"] / b}
@@ -115,12 +117,14 @@ def summarize(data: dict, heldout: set[str], policy: dict[str, list[str]], min_g
             row["beats_fixed_set"] = clearly_faster(_outcome(best), _outcome(fixed), min_gain)
         for who in CONTENDERS:
             c = next((c for c in ok if who in c["labels"]), None)
-            if who == "policy" and k["kernel"] in policy:  # the committed policy's set: the candidate with
-                acts = policy[k["kernel"]]                      # its SASS (atlas variant) or, lacking one, its set
+            # the committed policy's set: the candidate with its SASS (atlas variant) or, lacking one, its set
+            if who == "policy" and k["kernel"] in policy:
+                acts = policy[k["kernel"]]
                 v = variant_of(k["kernel"], acts) if variant_of else None
                 c = next((c for c in ok if (c.get("variant") == v if v is not None
                                             else mask_of(c["actions"]) == mask_of(acts))), None)
-            row[who] = None if c is None else {"actions": c["actions"], "change": c["cycles"]["median"] / b - 1,
+            row[who] = None if c is None else {"actions": c["actions"],
+                                               "change": c["cycles"]["median"] / b - 1,
                                                "iqr": c["cycles"]["iqr"] / b}
         per_kernel.append(row)
     summary = {}

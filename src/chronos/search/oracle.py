@@ -26,14 +26,16 @@ def oracle_of(db: AtlasDB, spec: KernelSpec, root_ptx_sha: str) -> dict:
     variants = [v for v in sets if v != REFUSED]
     base_v = db.variant_of(spec.kernel, (), root_ptx_sha)
     missing = [v for v in variants if v not in measured]
-    invalid = Counter(measured[v]["reason"] or "invalid" for v in variants if v in measured and not measured[v]["valid"])
+    invalid = Counter(measured[v]["reason"] or "invalid" for v in variants
+                      if v in measured and not measured[v]["valid"])
     out = {"kernel": spec.kernel, "sets": sum(len(m) for m in sets.values()), "variants": len(variants),
            "refused_sets": len(sets.get(REFUSED, [])), "measured": len(variants) - len(missing),
            "complete": not missing, "invalid": dict(sorted(invalid.items()))}
     base = measured.get(base_v)
     if not base or not base["valid"]:
         return {**out, "error": "baseline not measured or invalid"}
-    valid = [(m["cycles_median"], v) for v, m in measured.items() if m["valid"] and m["cycles_median"] is not None]
+    valid = [(m["cycles_median"], v) for v, m in measured.items()
+             if m["valid"] and m["cycles_median"] is not None]
     best_cycles, best_v = min(valid)
     best_sets = sorted((actions_of(m) for m in sets[best_v]), key=lambda a: (len(a), a))
     best = measured[best_v]

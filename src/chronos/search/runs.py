@@ -14,6 +14,7 @@ from pathlib import Path
 
 from chronos.errors import ChronosError
 from chronos.kernels.spec import KernelSpec, load_module, load_specs
+from chronos.progress import progress
 from chronos.search.base import SearchResult
 
 
@@ -50,13 +51,15 @@ class KernelRun:
                 f"{self.seconds:.1f} s]")
 
 
-def search_kernels(strategies: Mapping[str, object], kernels: Path, families, backend, only: str | None = None,
+def search_kernels(strategies: Mapping[str, object], kernels: Path, families, backend,
+                   only: str | None = None,
                    by_entry: bool = False) -> Iterator[KernelRun]:
     """Kernel by kernel, each strategy in turn (so a cut-off run has every answer for the kernels it reached).
     `strategies` maps a strategy name to its config, or to a function of the spec that returns it."""
     from chronos.search import run as run_search
 
-    for family, specs_json, spec in kernels_of(kernels, families, only, by_entry=by_entry):
+    selected = list(kernels_of(kernels, families, only, by_entry=by_entry))
+    for family, specs_json, spec in progress(selected, desc="+".join(strategies), unit="kernel"):
         root = load_module(specs_json, spec)
         for strategy, config in strategies.items():
             cfg = config(spec) if callable(config) else config

@@ -1,7 +1,8 @@
 """Stage `atlas`: the exhaustive oracle. Measures (GPU) one representative of every SASS variant in the
 atlas plan (chronos.search.atlas_plan), then writes each kernel's oracle: its best valid variant and set.
 
-    python -m chronos.stages.atlas --params params.yaml --kernels data/kernels --atlas data/store/atlas.sqlite \
+    python -m chronos.stages.atlas --params params.yaml --kernels data/kernels \
+        --atlas data/store/atlas.sqlite \
         --out reports/oracle.json [--kernel REGEX] [--backend gpu|replay] [--scratch-store PATH]
 
 With the gpu backend, variants not yet measured are compiled on every CPU core (each compile process realises
@@ -61,7 +62,8 @@ def _body(args, cfg) -> int:
         db.close()
     for r in results:
         print(f"atlas: {r['kernel']}: " + (r.get("error") or f"{r['baseline']['cycles']:.0f} -> "
-              f"{r['best']['cycles']:.0f} cycles ({100 * r['change']:+.1f}%) {'+'.join(r['best']['actions'])} "
+              f"{r['best']['cycles']:.0f} cycles ({100 * r['change']:+.1f}%) "
+              f"{'+'.join(r['best']['actions'])} "
               f"[{r['sets']} sets, {r['variants']} variants, invalid {r['invalid']}]"))
     return EXIT_OK if all(r["complete"] and "error" not in r for r in results) else EXIT_PARTIAL
 
@@ -79,7 +81,8 @@ def write_oracle(path: Path, db: AtlasDB, results: list[dict], cfg: MeasureConfi
                "distinct_best_sets": len({tuple(r["best"]["actions"]) for r in ok}),
                "best_fixed_set": best_fixed_set(db, [r["kernel"] for r in ok])}
     prov = {"gpu": meta.get("gpu"), "driver": meta.get("driver"), "ptxas": meta.get("ptxas"),
-            "arch": meta.get("arch"), "config_hash": meta.get("config_hash"), "plan_command": meta.get("command"),
+            "arch": meta.get("arch"), "config_hash": meta.get("config_hash"),
+            "plan_command": meta.get("command"),
             "measured": {"first": meta.get("measured_first"), "last": meta.get("measured_last")},
             "date": meta.get("measured_last"),
             "command": command_line("atlas", argv)}

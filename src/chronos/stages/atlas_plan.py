@@ -1,7 +1,8 @@
 """Stage `atlas_plan` (CPU, slow: about an hour on 2 cores for gemm_tile): every legal action set of each
 kernel, assembled with ptxas and grouped by SASS key, into the atlas plan (see chronos.search.atlas_plan).
 
-    python -m chronos.stages.atlas_plan --params params.yaml --kernels data/kernels --out data/store/atlas.sqlite
+    python -m chronos.stages.atlas_plan --params params.yaml --kernels data/kernels \
+        --out data/store/atlas.sqlite
 
 Reads `search.atlas.families` and `measure.arch`. Resumes: kernels already in the plan are skipped. The
 plan is committed beside the measurement store; the GPU stage `atlas` measures one representative per SASS
@@ -39,8 +40,10 @@ def _body(args, cfg) -> int:
             raise ChronosError(f"{args.out} was built with ptxas {meta.get('ptxas')} for {meta.get('arch')}; "
                                f"this is ptxas {version} for {arch}: build a new plan")
         if not meta:
-            db.set_meta(ptxas=version, arch=arch, started=now(), command=command_line("atlas_plan", args.argv))
-        plan_kernels(db, kernels_of(args.kernels, cfg.search.atlas.families, args.only), arch, args.jobs, ptxas)
+            db.set_meta(ptxas=version, arch=arch, started=now(),
+                        command=command_line("atlas_plan", args.argv))
+        plan_kernels(db, kernels_of(args.kernels, cfg.search.atlas.families, args.only),
+                     arch, args.jobs, ptxas)
         db.set_meta(finished=now())
     finally:
         db.close()

@@ -43,7 +43,8 @@ def run(kernels: Path, backend, only: str | None = None, log=print) -> list[dict
             e = kernel_entry(spec, rec)
             entries.append(e)
             log(f"baseline: {spec.kernel:40s} valid={rec.valid!s:5s} cycles={rec.cycles_median} "
-                f"time_ms={rec.time_ms_median} regs={rec.registers} {rec.reason} ({time.perf_counter() - t0:.2f} s)")
+                f"time_ms={rec.time_ms_median} regs={rec.registers} {rec.reason} "
+                f"({time.perf_counter() - t0:.2f} s)")
     return entries
 
 
@@ -67,7 +68,8 @@ def _body(args, cfg) -> int:
     stamps = sorted(e["measured_at"] for e in entries if e.get("measured_at"))
     report = {"provenance": {**prov, "date": stamps[-1] if stamps else None,
                              "measured": {"first": stamps[0], "last": stamps[-1]} if stamps else None,
-                             "backend": type(backend).__name__, "command": command_line("baseline", args.argv),
+                             "backend": type(backend).__name__,
+                             "command": command_line("baseline", args.argv),
                              "config_hash": cfg.measure.config_hash(), "config": cfg.measure.measured()},
               "kernels": entries}
     write_json(args.out, report)

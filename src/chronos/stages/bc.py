@@ -3,7 +3,8 @@
     python -m chronos.stages.bc --params params.yaml --demos data/demos/trajectories.jsonl \
         --out models/bc.pt --stats reports/bc_stats.json
 
-Reads the `bc:` block and `split.heldout_kernels` (BC and GRPO hold out the same kernels). Writes the checkpoint of the best epoch and {"args", "best_epoch",
+Reads the `bc:` block and `split.heldout_kernels` (BC and GRPO hold out the same kernels). Writes the
+checkpoint of the best epoch and {"args", "best_epoch",
 "best_train_acc", "best_heldout_acc", "history": [{"epoch", "loss", "train_acc", "heldout_acc"}],
 "confusion_train", "confusion_heldout", "train_kernels", "heldout_kernels", ...}.
 """
@@ -27,7 +28,8 @@ def args_record(cfg, heldout: list[str] | None) -> dict:
     """The settings as bc_stats.json has always recorded them (the split beside heldout_fraction)."""
     d = dataclasses.asdict(cfg)
     keys = ["epochs", "lr", "batch_size", "weight_decay", "seed", "heldout_fraction"]
-    return {**{k: d[k] for k in keys}, "heldout_kernels": heldout, "hidden": d["hidden"], "dropout": d["dropout"]}
+    return {**{k: d[k] for k in keys}, "heldout_kernels": heldout,
+            "hidden": d["hidden"], "dropout": d["dropout"]}
 
 
 def read_demos(path: Path) -> list[dict]:
@@ -70,7 +72,8 @@ def _body(args, cfg) -> int:
     write_json(args.stats, {"args": record, **stats})
     held = stats["best_heldout_acc"]
     print(f"bc: {len(demos)} demonstrations, best epoch {stats['best_epoch']}: train acc "
-          f"{stats['best_train_acc']:.3f}, held-out acc {'-' if held is None else f'{held:.3f}'} -> {args.out}")
+          f"{stats['best_train_acc']:.3f}, held-out acc {'-' if held is None else f'{held:.3f}'} "
+          f"-> {args.out}")
     return 0
 
 

@@ -44,7 +44,8 @@ def add_backend_arguments(ap: argparse.ArgumentParser, retry_invalid: bool = Fal
     ap.add_argument("--backend", choices=("gpu", "replay", "auto"), help="overrides measure.backend")
     if retry_invalid:
         ap.add_argument("--retry-invalid", action="store_true",
-                        help="re-measure variants whose stored record is invalid (gpu backend; newest record wins)")
+                        help="re-measure variants whose stored record is invalid "
+                             "(gpu backend; newest record wins)")
 
 
 def backend_name(args: argparse.Namespace, cfg: chronos_config.Config) -> str:
@@ -72,7 +73,8 @@ def read_json(path: Path, what: str = "input"):
         raise ChronosError(f"{path}: {what} is not valid JSON (truncated or corrupt?): {e}") from None
 
 
-def search_provenance(backend_provenance: dict, results: list[dict], argv: list[str] | None, stage: str) -> dict:
+def search_provenance(backend_provenance: dict, results: list[dict], argv: list[str] | None,
+                      stage: str) -> dict:
     """GPU/driver/ptxas of the records, when they were measured (first/last), the backend and the command."""
     firsts = [r["measured"]["first"] for r in results if r.get("measured", {}).get("first")]
     lasts = [r["measured"]["last"] for r in results if r.get("measured", {}).get("last")]

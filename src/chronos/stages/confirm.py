@@ -1,7 +1,8 @@
 """Stage `confirm`: the contenders of every gemm_tile kernel re-measured side by side, so that the oracle,
 greedy, the best fixed set and the policy are compared on numbers taken together rather than hours apart.
 
-    (GPU) python -m chronos.stages.confirm --measure --params params.yaml --out-data data/confirm/gemm_tile.json
+    (GPU) python -m chronos.stages.confirm --measure --params params.yaml \
+              --out-data data/confirm/gemm_tile.json
     (any) python -m chronos.stages.confirm --params params.yaml --data data/confirm/gemm_tile.json \
               --out reports/confirm.json
 
@@ -56,7 +57,8 @@ def _measure(args, cfg) -> int:
     ccfg = cfg.confirm if args.realloc is None else dataclasses.replace(cfg.confirm, realloc=args.realloc)
     contenders = {
         "fixed": tuple(read_json(args.oracle, "oracle")["summary"]["best_fixed_set"]["actions"]),
-        "greedy": {k["kernel"]: k["best"]["actions"] for k in read_json(args.greedy, "greedy results")["kernels"]
+        "greedy": {k["kernel"]: k["best"]["actions"]
+                   for k in read_json(args.greedy, "greedy results")["kernels"]
                    if "best" in k},
         "policy": _policy_sets(args)}
     db = AtlasDB(args.atlas)
@@ -66,7 +68,8 @@ def _measure(args, cfg) -> int:
     finally:
         db.close()
     write_json(args.out_data, data)
-    print(f"confirm: {len(data['kernels'])} kernels measured in {data['provenance']['seconds']} s -> {args.out_data}")
+    print(f"confirm: {len(data['kernels'])} kernels measured in {data['provenance']['seconds']} s "
+          f"-> {args.out_data}")
     return 0
 
 

@@ -13,7 +13,8 @@ returns a slower or unverified kernel. On replay, a kernel whose prediction was
 never measured is reported as `unmeasured` (run this stage on a GPU to measure it) and the run goes on.
 
 With `predict.beam: k` (k > 1) the optimize path also measures the policy's k most probable distinct sets
-(chronos.rl.decode.beam_decode) and returns the fastest clearly faster verified one: the greedy answer is one candidate
+(chronos.rl.decode.beam_decode) and returns the fastest clearly faster verified one: the greedy answer is one
+candidate
 among them. Both are reported (`optimize`, `optimize_beam`; summary `beam`).
 """
 
@@ -46,7 +47,8 @@ def _body(args, cfg) -> int:
     backend = backend_with_atlas(backend_name(args, cfg), args.store, cfg.measure)
     try:
         for _, specs_json, spec in kernels_of(args.kernels, cfg.search.triton.families):
-            res = optimize(spec, load_module(specs_json, spec), backend, policy, max_steps=cfg.predict.max_steps,
+            res = optimize(spec, load_module(specs_json, spec), backend, policy,
+                           max_steps=cfg.predict.max_steps,
                            min_gain=cfg.search.greedy.min_gain, beam=cfg.predict.beam)
             row = res.to_json()
             rows.append(row)

@@ -3,7 +3,8 @@
     python -m chronos.stages.greedy --params params.yaml --kernels data/kernels --parts data/search/greedy \
         --demos data/demos/trajectories.jsonl --out reports/greedy_results.json
 
-The search itself is `chronos.search.runs.run_greedy` (stage greedy_kernel); this stage merges the parts, in kernel order, into the
+The search itself is `chronos.search.runs.run_greedy` (stage greedy_kernel); this stage merges the parts,
+in kernel order, into the
 demonstrations (one JSON line per step: kernel, step, applied, features, mask, history, action,
 cycles_before, cycles_after) and per kernel: baseline, final, sequence and the per-step trace with medians
 and IQRs. Reads `search.greedy` (families, max_steps, min_gain).
@@ -30,7 +31,8 @@ def _arguments(ap) -> None:
 def _body(args, cfg) -> int:
     """Merge the per-kernel parts (stage greedy_kernel) into the demonstrations and the results report."""
     gcfg = cfg.search.greedy
-    parts = [(spec, args.parts / f"{spec.entry}.json") for _, _, spec in kernels_of(args.kernels, gcfg.families)]
+    parts = [(spec, args.parts / f"{spec.entry}.json")
+              for _, _, spec in kernels_of(args.kernels, gcfg.families)]
     missing = [spec.kernel for spec, path in parts if not path.is_file()]
     if missing:
         raise ChronosError(f"no part for {len(missing)} kernels ({', '.join(missing[:4])}...)",

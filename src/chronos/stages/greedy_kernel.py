@@ -1,7 +1,9 @@
-"""Stage `greedy_kernel`: greedy search on one kernel (one Snakemake job, `resources: gpu=1`; a DVC matrix stage).
+"""Stage `greedy_kernel`: greedy search on one kernel (one Snakemake job, `resources: gpu=1`;
+a DVC matrix stage).
 
     python -m chronos.stages.greedy_kernel --params params.yaml --kernels data/kernels \
-        --store data/store/measurements.sqlite --kernel gemm_tile_4_6_4 --out data/search/greedy/gemm_tile_4_6_4.json
+        --store data/store/measurements.sqlite --kernel gemm_tile_4_6_4 \
+        --out data/search/greedy/gemm_tile_4_6_4.json
 
 `--kernel` is an entry name (or `all`, which writes one part per kernel into the folder of --out, for a
 single GPU where one process avoids 64 worker start-ups). Reads `search.greedy` and `measure`; every
@@ -24,7 +26,8 @@ from chronos.stages.common import EXIT_OK, EXIT_PARTIAL, add_backend_arguments, 
 def _arguments(ap) -> None:
     ap.add_argument("--kernels", type=Path, default=Path("data/kernels"))
     ap.add_argument("--kernel", required=True, help="an entry name, e.g. gemm_tile_4_6_4, or `all`")
-    ap.add_argument("--out", type=Path, required=True, help="the part file (with --kernel all: any file in the folder)")
+    ap.add_argument("--out", type=Path, required=True,
+                    help="the part file (with --kernel all: any file in the folder)")
     add_backend_arguments(ap)
 
 

@@ -81,7 +81,8 @@ def _arguments(ap) -> None:
 def _save(args, policy, cfg, record: dict, best, latest, history) -> int:
     """Both checkpoints; returns the best epoch."""
     best_epoch = history[-1]["best_epoch"]
-    meta = {"stage": "grpo", "untrained": False, "args": record, "bc": str(args.bc), "torch": str(torch.__version__)}
+    meta = {"stage": "grpo", "untrained": False, "args": record,
+            "bc": str(args.bc), "torch": str(torch.__version__)}
     for path, state, tag, epoch in ((args.out_best, best, "best", best_epoch),
                                     (args.out_latest, latest, "latest", cfg.grpo.epochs)):
         policy.load_state_dict(state)
@@ -111,8 +112,10 @@ def _body(args, cfg) -> int:
     write_json(args.result, {"args": record, "best_epoch": best_epoch, "summary": summary, "kernels": rows})
     write_curves(args.curves, history)
     tr, ho = summary["train"], summary["heldout"]
-    print(f"grpo: best epoch {best_epoch} (by the train kernels' mean change): train {tr['mean_change']:+.2%}, "
-          f"held-out {'n/a' if ho['mean_change'] is None else format(ho['mean_change'], '+.2%')} -> {args.out_best}")
+    print(f"grpo: best epoch {best_epoch} (by the train kernels' mean change): "
+          f"train {tr['mean_change']:+.2%}, "
+          f"held-out {'n/a' if ho['mean_change'] is None else format(ho['mean_change'], '+.2%')} "
+          f"-> {args.out_best}")
     return 0
 
 

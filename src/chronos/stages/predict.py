@@ -26,7 +26,8 @@ def _body(args, cfg) -> int:
     result = predict_dir(args.kernels, args.checkpoint, cfg.predict.max_steps)
     write_json(args.out, result)
     if result["untrained"]:
-        print("predict: WARNING: the checkpoint is UNTRAINED; these predictions mean nothing", file=sys.stderr)
+        print("predict: WARNING: the checkpoint is UNTRAINED; these predictions mean nothing",
+              file=sys.stderr)
     print(f"predict: {len(result['kernels'])} kernels -> {args.out}")
     return 0
 

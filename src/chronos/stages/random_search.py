@@ -1,4 +1,5 @@
-"""Stage `random`: seeded random legal action sequences per kernel, with the same measurement budget as greedy.
+"""Stage `random`: seeded random legal action sequences per kernel, with the same measurement budget as
+greedy.
 
     python -m chronos.stages.random_search --params params.yaml --kernels data/kernels \
         --store data/store/measurements.sqlite --greedy reports/greedy_results.json \

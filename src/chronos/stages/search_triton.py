@@ -43,16 +43,19 @@ def _body(args, cfg) -> int:
         for run in search_kernels(strategies, args.kernels, tcfg.families, backend, args.only):
             print(run.line(), flush=True)
             if run.result is None:
-                rows[run.strategy].append({"kernel": run.spec.kernel, "family": run.family, "error": run.error})
+                rows[run.strategy].append({"kernel": run.spec.kernel, "family": run.family,
+                                           "error": run.error})
                 continue
             rows[run.strategy].append({**run.result.to_json(), "family": run.family,
                                        "sequence": list(run.result.best.actions)})
-        prov = search_provenance(backend.provenance(), rows["greedy"] + rows["random"], args.argv, "search_triton")
+        prov = search_provenance(backend.provenance(), rows["greedy"] + rows["random"],
+                                                            args.argv, "search_triton")
     finally:
         backend.close()
     params = {"families": list(tcfg.families), "random_budget": tcfg.random_budget, "seed": tcfg.seed}
     out = {"provenance": prov, "params": params,
-           "summary": {s: search_summary(r) for s, r in rows.items()}, "greedy": rows["greedy"], "random": rows["random"]}
+           "summary": {s: search_summary(r) for s, r in rows.items()},
+               "greedy": rows["greedy"], "random": rows["random"]}
     write_json(args.out, out)
     print(f"search_triton: {out['summary']}")
     return 0

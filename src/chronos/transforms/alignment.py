@@ -58,7 +58,8 @@ def _imm(v: int) -> tuple[int, int]:
 
 
 def symbol_alignment(module: Module) -> dict[str, int]:
-    """Declared alignment (bytes) of module- and function-scope variables: `.shared .align 16 .b8 smem[..]`."""
+    """Declared alignment (bytes) of module- and function-scope variables:
+    `.shared .align 16 .b8 smem[..]`."""
     out: dict[str, int] = {}
     texts = [i.text for i in module.items if isinstance(i, Directive)]
     for fn in module.functions():

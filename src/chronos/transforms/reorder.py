@@ -49,15 +49,10 @@ _SPACES = ("global", "shared", "local", "generic", "param", "const")
 _ALIASES = {a: tuple(b for b in _SPACES if _may_alias(a, b)) for a in _SPACES}
 
 
-def dependency_dag(instrs: list[Instruction], mems: list | None = None) -> list[set[int]]:
-    """preds[j] = indices i < j that must stay before j (register and memory dependencies)."""
-    if mems is None:
-        mems = [memory_op(i) for i in instrs]
-    preds: list[set[int]] = [set() for _ in instrs]
+def _register_deps(instrs: list[Instruction], preds: list[set[int]]) -> None:
+    """Add register RAW/WAW/WAR dependencies to `preds`."""
     last_def: dict[str, int] = {}
     uses_since_def: dict[str, list[int]] = {}
-    last_store: dict[str, int] = {}
-    loads_since: dict[str, list[int]] = {}
     for j, ins in enumerate(instrs):
         d, u = defs_uses(ins)
         for r in u:
@@ -72,7 +67,14 @@ def dependency_dag(instrs: list[Instruction], mems: list | None = None) -> list[
         for r in d:
             last_def[r] = j
             uses_since_def[r] = []
-        mem = mems[j]
+
+
+def _memory_deps(mems: list, preds: list[set[int]]) -> None:
+    """Add memory-order dependencies to `preds`: a store after every access it may alias, and every access
+    after the last store it may alias."""
+    last_store: dict[str, int] = {}
+    loads_since: dict[str, list[int]] = {}
+    for j, mem in enumerate(mems):
         if mem is None:
             continue
         spaces = _ALIASES.get(mem.space, (mem.space,))
@@ -87,9 +89,65 @@ def dependency_dag(instrs: list[Instruction], mems: list | None = None) -> list[
         else:
             last_store[mem.space] = j
             loads_since[mem.space] = []
+
+
+def dependency_dag(instrs: list[Instruction], mems: list | None = None) -> list[set[int]]:
+    """preds[j] = indices i < j that must stay before j (register and memory dependencies)."""
+    if mems is None:
+        mems = [memory_op(i) for i in instrs]
+    preds: list[set[int]] = [set() for _ in instrs]
+    # Each pass touches preds[j] only while visiting j: register dependencies go in before memory ones.
+    _register_deps(instrs, preds)
+    _memory_deps(mems, preds)
     for j in range(len(preds)):
         preds[j].discard(j)
     return preds
+
+
+def _priority_keys(instrs: list[Instruction], mems: list, loads: list[bool], succs: list[list[int]],
+                   heuristic: str) -> list[tuple[int, int]]:
+    """Each instruction's ready-list priority under `heuristic` (smallest first; ties by original order)."""
+    n = len(instrs)
+    if heuristic == "cp":
+        height = [0] * n
+        for i in range(n - 1, -1, -1):
+            below = succs[i]
+            height[i] = latency(instrs[i], mems[i]) + (max([height[s] for s in below]) if below else 0)
+        return [(-height[i], i) for i in range(n)]
+    if heuristic == "lf":
+        return [(0 if loads[i] else 1, i) for i in range(n)]
+    if heuristic == "sl":
+        return [(1 if mems[i] is not None and not loads[i] else 0, i) for i in range(n)]
+    if heuristic == "il":
+        return [(0, i) for i in range(n)]
+    raise UnknownActionError(f"unknown reorder heuristic {heuristic!r}")
+
+
+def _list_schedule(preds: list[set[int]], succs: list[list[int]], key: list[tuple[int, int]],
+                   loads: list[bool], interleave: bool) -> list[int]:
+    """Pop the best ready instruction until all are scheduled; with `interleave`, alternate loads and
+    non-loads while both are ready."""
+    n = len(preds)
+    waiting = [len(p) for p in preds]
+    ready = [[], []]  # il keeps loads (0) and the rest (1) apart; the others use ready[0] only
+    for i in range(n):
+        if waiting[i] == 0:
+            heapq.heappush(ready[1 if interleave and not loads[i] else 0], (key[i], i))
+    order: list[int] = []
+    want_load = True
+    while len(order) < n:
+        if interleave:
+            side = 0 if (want_load and ready[0]) or not ready[1] else 1
+            want_load = side == 1
+        else:
+            side = 0
+        _, i = heapq.heappop(ready[side])
+        order.append(i)
+        for s in succs[i]:
+            waiting[s] -= 1
+            if waiting[s] == 0:
+                heapq.heappush(ready[1 if interleave and not loads[s] else 0], (key[s], s))
+    return order
 
 
 def schedule(instrs: list[Instruction], heuristic: str) -> list[int]:
@@ -102,45 +160,14 @@ def schedule(instrs: list[Instruction], heuristic: str) -> list[int]:
     for j, ps in enumerate(preds):
         for i in ps:
             succs[i].append(j)
-    if heuristic == "cp":
-        height = [0] * n
-        for i in range(n - 1, -1, -1):
-            below = succs[i]
-            height[i] = latency(instrs[i], mems[i]) + (max([height[s] for s in below]) if below else 0)
-        key = [(-height[i], i) for i in range(n)]
-    elif heuristic == "lf":
-        key = [(0 if loads[i] else 1, i) for i in range(n)]
-    elif heuristic == "sl":
-        key = [(1 if mems[i] is not None and not loads[i] else 0, i) for i in range(n)]
-    elif heuristic == "il":
-        key = [(0, i) for i in range(n)]
-    else:
-        raise UnknownActionError(f"unknown reorder heuristic {heuristic!r}")
-    waiting = [len(p) for p in preds]
-    ready = [[], []]  # il keeps loads (0) and the rest (1) apart; the others use ready[0] only
-    for i in range(n):
-        if waiting[i] == 0:
-            heapq.heappush(ready[1 if heuristic == "il" and not loads[i] else 0], (key[i], i))
-    order: list[int] = []
-    want_load = True
-    while len(order) < n:
-        if heuristic == "il":
-            side = 0 if (want_load and ready[0]) or not ready[1] else 1
-            want_load = side == 1
-        else:
-            side = 0
-        _, i = heapq.heappop(ready[side])
-        order.append(i)
-        for s in succs[i]:
-            waiting[s] -= 1
-            if waiting[s] == 0:
-                heapq.heappush(ready[1 if heuristic == "il" and not loads[s] else 0], (key[s], s))
-    return order
+    key = _priority_keys(instrs, mems, loads, succs, heuristic)
+    return _list_schedule(preds, succs, key, loads, heuristic == "il")
 
 
 def _attached(s: Statement) -> bool:
     """Statements that travel with the next instruction instead of bounding a region."""
-    return (isinstance(s, Comment) and s.inline_asm is None) or (isinstance(s, Directive) and s.keyword == ".loc")
+    return ((isinstance(s, Comment) and s.inline_asm is None)
+            or (isinstance(s, Directive) and s.keyword == ".loc"))
 
 
 def _movable(s: Statement) -> bool:

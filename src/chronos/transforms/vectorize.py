@@ -43,7 +43,8 @@ def _scalar_access(ins: Instruction, pos: int, kind: str, skip_origin: str) -> _
     if ins.op != kind or (skip_origin and ins.origin == skip_origin) or len(ins.operands) != 2:
         return None
     mem = memory_op(ins)
-    if mem is None or mem.space != "global" or mem.vector != 1 or mem.volatile or mem.bits not in (16, 32, 64):
+    if (mem is None or mem.space != "global" or mem.vector != 1 or mem.volatile
+            or mem.bits not in (16, 32, 64)):
         return None
     if ins.mods[-1] not in _TYPE_BITS:
         return None

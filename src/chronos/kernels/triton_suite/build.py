@@ -61,7 +61,8 @@ def _check_type(case: Case, a: Buf | Scalar, ptype: str, is_ptr: bool) -> None:
     ok = (is_ptr and ptype == ".u64") if want_ptr else (
         ptype == ".f32" if a.dtype == "f32" else ptype in (".u32", ".s32", ".b32"))
     if not ok or (is_ptr != want_ptr):
-        raise SpecError(f"{case.name}: PTX param type {ptype}{' ptr' if is_ptr else ''} does not fit arg {a.name}")
+        raise SpecError(f"{case.name}: PTX param type {ptype}{' ptr' if is_ptr else ''} "
+                        f"does not fit arg {a.name}")
 
 
 def make_spec(case: Case, ptx: str, signature: dict[str, str], div16: set[str], shared: int) -> KernelSpec:
@@ -73,7 +74,8 @@ def make_spec(case: Case, ptx: str, signature: dict[str, str], div16: set[str], 
     kept = [n for n, t in signature.items() if t != "constexpr"]
     params = entry.params
     if len(params) != len(kept) + 2:
-        raise SpecError(f"{case.name}: PTX entry has {len(params)} params, expected {len(kept)} args + 2 hidden")
+        raise SpecError(f"{case.name}: PTX entry has {len(params)} params, "
+                        f"expected {len(kept)} args + 2 hidden")
     by_name = bind(case, list(signature))
     args, align, names = [], {}, []
     for p, name in zip(params, kept, strict=False):
@@ -100,8 +102,8 @@ def make_spec(case: Case, ptx: str, signature: dict[str, str], div16: set[str], 
              + (f" Specialised away (== 1): {', '.join(dropped)}." if dropped else "")
              + (f" Tags: {', '.join(case.tags)}." if case.tags else ""))
     spec = KernelSpec(kernel=case.name, family="triton", entry=entry.name, ptx=f"{case.name}.ptx",
-                      grid=tuple(case.grid), block=(threads, 1, 1), args=tuple(args), shared_bytes=int(shared),
-                      alignment=align, arch=ARCH, notes=notes)
+                      grid=tuple(case.grid), block=(threads, 1, 1), args=tuple(args),
+                      shared_bytes=int(shared), alignment=align, arch=ARCH, notes=notes)
     return spec.validate()
 
 

@@ -73,8 +73,8 @@ def _ew(name, kernel, dtype, n, block, desc, off=0, tags=(), ref="", const=None)
             Buf("out", dtype, (n,), "output", offset=off))
     if kernel == "gelu_kernel":
         bufs = (bufs[0], bufs[2])
-    return Case(name, kernel, (*bufs, Scalar("n", n)), (_cdiv(n, block), 1, 1), desc, {"BLOCK": block, **(const or {})},
-                ref=ref, tags=tags)
+    return Case(name, kernel, (*bufs, Scalar("n", n)), (_cdiv(n, block), 1, 1), desc,
+                {"BLOCK": block, **(const or {})}, ref=ref, tags=tags)
 
 
 def _rows(name, kernel, dtype, r, c, block, desc, off=0, stride=None, extra=(), out_dtype=None, warps=4,
@@ -113,19 +113,21 @@ def _mm(dtype, m, n, k, tile, warps=4, stages=3, prec="ieee", tags=(), desc=""):
 
 def _attn(d, kv, bh, sq, bm, bn, warps, stages=2, tags=()):
     q = Buf("q", "f16", (bh, sq, d))
-    args = (q, Buf("k", "f16", (bh, kv, d)), Buf("v", "f16", (bh, kv, d)), Buf("o", "f16", (bh, sq, d), "output"),
-            Scalar("seq_q", sq), Scalar("seq_kv", kv), Scalar("qk_scale", d ** -0.5 * 1.4426950408889634, "f32"))
+    args = (q, Buf("k", "f16", (bh, kv, d)), Buf("v", "f16", (bh, kv, d)),
+            Buf("o", "f16", (bh, sq, d), "output"), Scalar("seq_q", sq), Scalar("seq_kv", kv),
+            Scalar("qk_scale", d ** -0.5 * 1.4426950408889634, "f32"))
     return Case(f"attention_d{d}_kv{kv}", "attention_kernel", args, (_cdiv(sq, bm), bh, 1),
                 f"flash attention forward (online softmax, exp2), f16, batch*heads={bh}, q_len={sq}, "
-                f"{bm}x{bn} tiles, {warps} warps", {"HEAD_DIM": d, "BM": bm, "BN": bn}, warps, stages, tags=tags)
+                f"{bm}x{bn} tiles, {warps} warps", {"HEAD_DIM": d, "BM": bm, "BN": bn}, warps, stages,
+                tags=tags)
 
 
 def _ce(name, dtype, r, v, block, off=0, tags=()):
     args = (Buf("logits", dtype, (r, v), offset=off), Buf("target", "i64", (r,), init=f"randint(0,{v - 1})"),
             Buf("loss", "f32", (r,), "output"), Scalar("stride", v), Scalar("n_cols", v))
     return Case(name, "cross_entropy_kernel", args, (r, 1, 1),
-                f"per-row cross-entropy loss (online logsumexp over the vocab in {block}-wide chunks), {dtype} "
-                f"logits", {"BLOCK": block}, num_warps=8 if block >= 2048 else 4, tags=tags)
+                f"per-row cross-entropy loss (online logsumexp over the vocab in {block}-wide chunks), "
+                f"{dtype} logits", {"BLOCK": block}, num_warps=8 if block >= 2048 else 4, tags=tags)
 
 
 def _rope(dtype, t, h, d, block_h, tags=()):
@@ -145,15 +147,16 @@ CASES: tuple[Case, ...] = (
     _ew("gelu_tanh_bf16_n2097152", "gelu_kernel", "bf16", 1 << 21, 2048, "GELU (tanh approximation), bf16",
         const={"APPROX": True}),
     Case("gelu_erf_f32_n4099_nodiv", "gelu_kernel",
-         (Buf("x", "f32", (4099,), offset=1), Buf("out", "f32", (4099,), "output", offset=1), Scalar("n", 4099)),
+         (Buf("x", "f32", (4099,), offset=1), Buf("out", "f32", (4099,), "output", offset=1),
+          Scalar("n", 4099)),
          (5, 1, 1), "GELU (erf), f32, odd length, pointers at base+4 bytes", {"BLOCK": 1024, "APPROX": False},
          tags=("latency", "nodiv")),
     _ew("add_relu_f32_n1000003_nodiv", "add_relu_kernel", "f32", 1_000_003, 1024,
         "relu(x+y), f32, odd length, pointers at base+4 bytes", off=1, tags=("nodiv",)),
     # reductions (one program per row, no atomics)
     _rows("rowsum_f32_r4096_c1024", "row_sum_kernel", "f32", 4096, 1024, 1024, "row sum, f32"),
-    _rows("rowmax_f32_r64_c8192", "row_max_kernel", "f32", 64, 8192, 2048, "row max over long rows, 64 programs",
-          tags=("latency",)),
+    _rows("rowmax_f32_r64_c8192", "row_max_kernel", "f32", 64, 8192, 2048,
+          "row max over long rows, 64 programs", tags=("latency",)),
     _rows("rowsum_f16_r1027_c333_nodiv", "row_sum_kernel", "f16", 1027, 333, 512,
           "row sum, f16 in, f16 out, odd row stride, x at base+2 bytes", off=1, tags=("nodiv",)),
     # softmax (a whole row per program)
@@ -173,8 +176,8 @@ CASES: tuple[Case, ...] = (
     _rows("rmsnorm_bf16_r4096_c4096", "rmsnorm_kernel", "bf16", 4096, 4096, 4096, "RMS norm, bf16, 8 warps",
           extra=_norm_w("bf16", 4096, bias=False), warps=8),
     _rows("rmsnorm_f32_r37_c1000_nodiv", "rmsnorm_kernel", "f32", 37, 1000, 1024,
-          "RMS norm, f32, width 1000, pointers at base+4 bytes", off=1, extra=_norm_w("f32", 1000, 1, bias=False),
-          tags=("latency", "nodiv")),
+          "RMS norm, f32, width 1000, pointers at base+4 bytes", off=1,
+          extra=_norm_w("f32", 1000, 1, bias=False), tags=("latency", "nodiv")),
     # matmuls (one program per output tile, no split-K)
     _mm("f16", 512, 512, 512, (128, 128, 64)),
     _mm("f16", 1024, 1024, 1024, (128, 256, 64), warps=8, tags=("register",)),
@@ -185,7 +188,8 @@ CASES: tuple[Case, ...] = (
         desc="C = A @ B, f32 inputs through tf32 tensor cores, 128x128x32 tiles, 4 warps"),
     _mm("f16", 64, 64, 64, (64, 64, 32), tags=("latency",)),
     _mm("bf16", 384, 320, 200, (64, 64, 32), tags=("nodiv",),
-        desc="C = A @ B, bf16, K=200 (not 16-divisible: masked K tail, no divisibility on K), 64x64x32 tiles"),
+        desc="C = A @ B, bf16, K=200 (not 16-divisible: masked K tail, no divisibility on K), "
+             "64x64x32 tiles"),
     # attention forward
     _attn(64, 64, 64, 64, 64, 64, 4, tags=("latency",)),
     _attn(64, 1024, 32, 1024, 128, 64, 4),
@@ -202,7 +206,8 @@ CASES: tuple[Case, ...] = (
     Case("transpose_f32_r4096_c4096_t64x64", "transpose_kernel",
          (Buf("x", "f32", (4096, 4096)), Buf("out", "f32", (4096, 4096), "output"), Scalar("M", 4096),
           Scalar("N", 4096)),
-         (64, 64, 1), "out = x.T, f32, 64x64 tiles (layout change through shared memory)", {"BM": 64, "BN": 64}),
+         (64, 64, 1), "out = x.T, f32, 64x64 tiles (layout change through shared memory)",
+         {"BM": 64, "BN": 64}),
 )
 
 BY_NAME: dict[str, Case] = {c.name: c for c in CASES}

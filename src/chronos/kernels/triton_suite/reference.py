@@ -4,6 +4,7 @@ as a case says (offsets included), and compute float64 references with tolerance
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -53,50 +54,61 @@ def _rows(x: torch.Tensor, n: dict) -> torch.Tensor:
     return x[:, : n["n_cols"]].double()
 
 
+def _rmsnorm(case: Case, d: dict, n: dict) -> dict[str, torch.Tensor]:
+    x = _rows(d["x"], n)
+    return {"out": x * torch.rsqrt((x * x).mean(1, keepdim=True) + n["eps"]) * d["w"]}
+
+
+def _attention(case: Case, d: dict, n: dict) -> dict[str, torch.Tensor]:
+    s = d["q"] @ d["k"].transpose(1, 2) / case.const["HEAD_DIM"] ** 0.5
+    return {"o": torch.softmax(s, -1) @ d["v"]}
+
+
+def _rotary(case: Case, d: dict, n: dict) -> dict[str, torch.Tensor]:
+    half = case.const["HALF"]
+    x1, x2 = d["x"][..., :half], d["x"][..., half:]
+    c, s = d["cos"][:, None, :], d["sin"][:, None, :]
+    return {"out": torch.cat([x1 * c - x2 * s, x2 * c + x1 * s], -1)}
+
+
+# kernel name -> (case, float64 inputs, scalar args by name) -> {output buffer name: reference}
+_REFERENCES: dict[str, Callable[[Case, dict, dict], dict[str, torch.Tensor]]] = {
+    "silu_mul_kernel": lambda case, d, n: {"out": F.silu(d["x"]) * d["y"]},
+    "gelu_kernel": lambda case, d, n: {
+        "out": F.gelu(d["x"], approximate="tanh" if case.const["APPROX"] else "none")},
+    "add_relu_kernel": lambda case, d, n: {"out": torch.relu(d["x"] + d["y"])},
+    "row_sum_kernel": lambda case, d, n: {"out": _rows(d["x"], n).sum(1)},
+    "row_max_kernel": lambda case, d, n: {"out": _rows(d["x"], n).amax(1)},
+    "softmax_kernel": lambda case, d, n: {"out": torch.softmax(_rows(d["x"], n), 1)},
+    "layernorm_kernel": lambda case, d, n: {
+        "out": F.layer_norm(_rows(d["x"], n), (n["n_cols"],), d["w"], d["b"], n["eps"])},
+    "rmsnorm_kernel": _rmsnorm,
+    "matmul_kernel": lambda case, d, n: {"c": d["a"] @ d["b"]},
+    "attention_kernel": _attention,
+    "cross_entropy_kernel": lambda case, d, n: {
+        "loss": F.cross_entropy(_rows(d["logits"], n), d["target"], reduction="none")},
+    "rotary_kernel": _rotary,
+    "transpose_kernel": lambda case, d, n: {"out": d["x"].T},
+}
+
+
 def expected(case: Case, t: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """Float64 references for the case's output buffers, from its (placed) input tensors `t`."""
     d = {k: (v.double() if v.is_floating_point() else v) for k, v in t.items()}
     n = {a.name: a.value for a in case.args if not isinstance(a, Buf)}
     k = case.kernel
-    if k == "silu_mul_kernel":
-        return {"out": F.silu(d["x"]) * d["y"]}
-    if k == "gelu_kernel":
-        return {"out": F.gelu(d["x"], approximate="tanh" if case.const["APPROX"] else "none")}
-    if k == "add_relu_kernel":
-        return {"out": torch.relu(d["x"] + d["y"])}
-    if k == "row_sum_kernel":
-        return {"out": _rows(d["x"], n).sum(1)}
-    if k == "row_max_kernel":
-        return {"out": _rows(d["x"], n).amax(1)}
-    if k == "softmax_kernel":
-        return {"out": torch.softmax(_rows(d["x"], n), 1)}
-    if k == "layernorm_kernel":
-        return {"out": F.layer_norm(_rows(d["x"], n), (n["n_cols"],), d["w"], d["b"], n["eps"])}
-    if k == "rmsnorm_kernel":
-        x = _rows(d["x"], n)
-        return {"out": x * torch.rsqrt((x * x).mean(1, keepdim=True) + n["eps"]) * d["w"]}
-    if k == "matmul_kernel":
-        return {"c": d["a"] @ d["b"]}
-    if k == "attention_kernel":
-        s = d["q"] @ d["k"].transpose(1, 2) / case.const["HEAD_DIM"] ** 0.5
-        return {"o": torch.softmax(s, -1) @ d["v"]}
-    if k == "cross_entropy_kernel":
-        return {"loss": F.cross_entropy(_rows(d["logits"], n), d["target"], reduction="none")}
-    if k == "rotary_kernel":
-        half = case.const["HALF"]
-        x1, x2 = d["x"][..., :half], d["x"][..., half:]
-        c, s = d["cos"][:, None, :], d["sin"][:, None, :]
-        return {"out": torch.cat([x1 * c - x2 * s, x2 * c + x1 * s], -1)}
-    if k == "transpose_kernel":
-        return {"out": d["x"].T}
-    raise KeyError(f"no reference for {k}")
+    ref = _REFERENCES.get(k)
+    if ref is None:
+        raise KeyError(f"no reference for {k}")
+    return ref(case, d, n)
 
 
 def tolerance(case: Case, out: Buf) -> tuple[float, float]:
     if case.kernel == "matmul_kernel":  # long dot products: scale with the reduction length
         kk = next(a.value for a in case.args if a.name == "K")
         prec = "tf32" if re.search(r"tf32", case.name) else out.dtype
-        atol, rtol = {"f32": (1e-3, 1e-4), "tf32": (5e-2, 1e-2), "f16": (5e-2, 1e-2), "bf16": (2e-1, 2e-2)}[prec]
+        atol, rtol = {"f32": (1e-3, 1e-4), "tf32": (5e-2, 1e-2), "f16": (5e-2, 1e-2),
+                      "bf16": (2e-1, 2e-2)}[prec]
         return atol * max(1.0, kk / 512), rtol
     if case.kernel == "cross_entropy_kernel":
         return 1e-3, 1e-4

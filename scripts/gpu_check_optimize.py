@@ -1,0 +1,36 @@
+"""The optimize path (chronos.optimize) on the first N Triton kernels, measured on the GPU (device check).
+
+    python scripts/gpu_check_optimize.py --store /tmp/scratch.sqlite --n 2 --beam 4
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from chronos.config import load
+from chronos.kernels.spec import load_module, load_specs
+from chronos.optimize import optimize
+from chronos.rl.checkpoint import load_model
+from chronos.search.atlas_replay import backend_with_atlas
+
+SPECS = "data/kernels/triton/specs.json"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--store", default="/tmp/scratch.sqlite")
+    ap.add_argument("--n", type=int, default=2)
+    ap.add_argument("--beam", type=int, default=4)
+    args = ap.parse_args()
+    cfg = load("params.yaml")
+    policy = load_model("models/checkpoint_best.pt")
+    with backend_with_atlas("gpu", args.store, cfg.measure) as backend:
+        for spec in load_specs(SPECS)[:args.n]:
+            res = optimize(spec, load_module(SPECS, spec), backend, policy, max_steps=cfg.predict.max_steps,
+                           min_gain=cfg.search.greedy.min_gain, beam=args.beam)
+            row = res.to_json()
+            print(spec.kernel, res.verdict, res.chosen, row["optimize"], row.get("optimize_beam"), flush=True)
+
+
+if __name__ == "__main__":  # the compile pool spawns processes that re-import this module
+    main()
