@@ -134,7 +134,8 @@ class GRPOConfig:
     invalid_penalty: float = EnvConfig.invalid_penalty
     seed: int = 0
     log_interval: int = 25
-    """Evaluate (greedy, train and held-out) every this many epochs; 0: only at the end."""
+    """Log a progress line every this many epochs (0: none). The greedy evaluation that picks the best
+    checkpoint runs every epoch regardless."""
 
     def __post_init__(self) -> None:
         _check(self.epochs >= 1, "grpo.epochs", f"must be >= 1, got {self.epochs}")

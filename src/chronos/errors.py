@@ -129,7 +129,8 @@ class InstrumentError(MeasureError):
 
 
 class StoreError(MeasureError):
-    """The store cannot be opened or written."""
+    """A store or atlas file cannot be opened, read (corrupt, truncated, failing its integrity check) or
+    written; names the file."""
 
 
 class SearchError(ChronosError):
