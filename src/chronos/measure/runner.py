@@ -61,6 +61,13 @@ def driver_version() -> str:
     return "unknown"
 
 
+def _launch_key(spec: KernelSpec) -> tuple:
+    """What besides the cubin decides a launch and its outputs: the kernel (its name, which names its
+    sizes), entry, grid, block, shared memory and argument layout."""
+    return (spec.kernel, spec.entry, tuple(spec.grid), tuple(spec.block), spec.shared_bytes,
+            tuple((a.kind, a.dtype, a.elements, a.value) for a in spec.args))
+
+
 class _Kernel:
     """A loaded cubin's entry, prepared for fast launches."""
 
@@ -88,8 +95,8 @@ class GpuRunner:
         drv.init()
         self.dev = drv.Device(device)
         self.ctx = self.dev.make_context()
-        self.kernels: dict[tuple[str, bool], _Kernel] = {}
-        self.refs: dict[tuple, dict[str, np.ndarray]] = {}  # (baseline sha, seed, draw) -> outputs
+        self.kernels: dict[tuple, _Kernel] = {}  # (cubin sha, extra_ptr, launch geometry) -> kernel
+        self.refs: dict[tuple, dict[str, np.ndarray]] = {}  # (baseline sha, spec, seed, draw) -> outputs
         self.draws: dict[tuple, dict[str, np.ndarray]] = {}  # (kernel, seed, draw, poison) -> inputs
         self.flush = None
         self.warmed = False
@@ -139,7 +146,10 @@ class GpuRunner:
             raise CudaFault(name, str(e), sticky=sticky) from e
 
     def _kernel(self, sha: str, cubin: bytes, spec: KernelSpec, extra_ptr: bool = False) -> _Kernel:
-        key = (sha, extra_ptr)
+        # The key holds the launch geometry, not only the cubin: two kernels can share a cubin (Triton's
+        # attention at kv 512 and 4096 differ only in runtime arguments) yet launch on different grids; a
+        # key of the cubin alone launched the second with the first one's grid, reading out of bounds.
+        key = (sha, extra_ptr, _launch_key(spec))
         if key not in self.kernels:
             if len(self.kernels) > 64:
                 self.kernels.clear()
@@ -217,7 +227,7 @@ class GpuRunner:
         invalid verdict (the baseline's references are cached per draw)."""
         for d in range(cfg.input_draws):
             inputs = self._inputs(spec, cfg.seed, d, cfg.poison_byte)
-            key = (base_sha, cfg.seed, d, cfg.poison_byte)
+            key = (base_sha, _launch_key(spec), cfg.seed, d, cfg.poison_byte)  # one cubin, many specs
             if key not in self.refs:
                 ref = self._run_once(base_k, spec, bufs, args, inputs, cfg)
                 holes = {a.name: unwritten(a, ref[a.name], cfg.poison_byte) for a in spec.outputs
