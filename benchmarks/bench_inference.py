@@ -15,6 +15,7 @@ import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 
@@ -42,13 +43,18 @@ def timed(fn: Callable[[], object], reps: int, warmup: int = 10) -> tuple[float,
     return med, q1, q3
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--reps", type=int, default=300, help="repetitions per measurement (>= 200)")
-    args = ap.parse_args(argv)
-    reps = max(args.reps, 200)
-    torch.set_num_threads(1)  # the target is for one CPU core
+class Pipeline(NamedTuple):
+    ptx: str
+    policy: TransformPolicy
+    mask: torch.Tensor
+    hist: torch.Tensor
+    run: Callable[[], int]
 
+
+def predict_case() -> Pipeline:
+    """The timed pipeline: parse + features + one greedy policy forward on gemm_tile(8,8,8), one thread;
+    bench_parser.py times the same call."""
+    torch.set_num_threads(1)  # the target is for one CPU core
     torch.manual_seed(0)
     policy = TransformPolicy().eval()
     mask = torch.tensor(get_action_mask(()), dtype=torch.float32)
@@ -58,6 +64,16 @@ def main(argv: list[str] | None = None) -> int:
     def predict_once() -> int:
         feats = torch.tensor(extract_features(parse(ptx)), dtype=torch.float32)
         return policy.get_greedy_action(feats, mask, hist)
+
+    return Pipeline(ptx, policy, mask, hist, predict_once)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--reps", type=int, default=300, help="repetitions per measurement (>= 200)")
+    args = ap.parse_args(argv)
+    reps = max(args.reps, 200)
+    ptx, policy, mask, hist, predict_once = predict_case()
 
     rows = []
     med, q1, q3 = timed(predict_once, reps)

@@ -42,25 +42,11 @@ def largest_ptx(folder: Path) -> Path | None:
 
 
 def pipeline_case() -> tuple[str, str, Callable[[], object]]:
-    """bench_inference's predict_once, built here so that both scripts time the same thing."""
-    import torch
+    """bench_inference's timed call (imported from there: both scripts time the same thing)."""
+    from bench_inference import predict_case  # beside this script, so on sys.path when it runs
 
-    from chronos.actions import get_action_history, get_action_mask
-    from chronos.features import extract_features
-    from chronos.rl.policy import TransformPolicy
-
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
-    policy = TransformPolicy().eval()
-    mask = torch.tensor(get_action_mask(()), dtype=torch.float32)
-    hist = torch.tensor(get_action_history(()), dtype=torch.float32)
-    ptx = gemm_tile_ptx(8, 8, 8)
-
-    def predict_once() -> int:
-        feats = torch.tensor(extract_features(parse(ptx)), dtype=torch.float32)
-        return policy.get_greedy_action(feats, mask, hist)
-
-    return "parse+features+forward gemm_tile(8,8,8)", ptx, predict_once
+    case = predict_case()
+    return "parse+features+forward gemm_tile(8,8,8)", case.ptx, case.run
 
 
 def cases(with_pipeline: bool) -> list[tuple[str, str, Callable[[], object]]]:

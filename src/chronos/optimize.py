@@ -129,12 +129,6 @@ def _candidate_json(c: Candidate, base: Outcome) -> dict:
     return out
 
 
-def _measure(ev: Evaluator, space: KernelSpace, keys: list[tuple]) -> list[Outcome]:
-    outs = ev.evaluate(list(keys), modules={k: m for k in keys if (m := space.module(k)) is not None})
-    return [o if o is not None else Outcome(k, False, reason="illegal_in_order")
-            for k, o in zip(keys, outs, strict=True)]
-
-
 def _beam_candidates(ev, space, policy, base: Outcome, k: int, max_steps: int,
                      min_gain: float) -> list[Candidate]:
     """The policy's k most probable sets, each measured in its own backend call (one replay miss hides
@@ -142,7 +136,7 @@ def _beam_candidates(ev, space, policy, base: Outcome, k: int, max_steps: int,
     cands = []
     for key, logp in beam_decode(space, policy, k, max_steps):
         try:
-            out = _measure(ev, space, [key])[0] if key else base
+            out = ev.outcomes([key], space.module)[0] if key else base
         except ChronosError as e:
             cands.append(Candidate(key, None, "unmeasured", logp, " ".join(str(e).split())[:200]))
             continue
@@ -165,9 +159,9 @@ def optimize(spec: KernelSpec, module, backend, policy, *, max_steps: int, min_g
     space = KernelSpace(module, ptxas_legality)
     ev = Evaluator(spec, module, backend)
     decoded = greedy_decode([space], policy, max_steps)[0]
-    res = OptimizeResult(spec.kernel, decoded.sequence, decoded.key, None, None, ptx=emit(module))
+    res = OptimizeResult(spec.kernel, decoded.sequence, decoded.key, None, None, ptx=ev.root_ptx)
     try:
-        base, final = _measure(ev, space, [(), decoded.key])
+        base, final = ev.outcomes([(), decoded.key], space.module)
     except ChronosError as e:
         res.error = " ".join(str(e).split())[:400]
         return res

@@ -78,11 +78,7 @@ class TransformEnv(gymnasium.Env):
 
     def evaluate(self, kernel: str, keys: list[tuple[str, ...]]) -> list[Outcome]:
         """Outcomes of canonical sets, measured in one backend call (variants come from the cache)."""
-        sp = self.space(kernel)
-        mods = {k: sp.module(k) for k in keys}
-        outs = self.evaluator(kernel).evaluate(list(keys), modules={k: m for k, m in mods.items() if m})
-        return [o if o is not None else Outcome(k, False, reason="illegal_in_order")
-                for k, o in zip(keys, outs, strict=True)]
+        return self.evaluator(kernel).outcomes(keys, self.space(kernel).module)
 
     def rewards(self, kernel: str, keys: list[tuple[str, ...]]) -> list[tuple[float, Outcome]]:
         """Terminal (reward, outcome) for each final set: log(c_base / c_final) - step_cost * |set|."""

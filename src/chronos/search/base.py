@@ -102,6 +102,14 @@ class Evaluator:
                     self.invalid[out.reason or "invalid"] += 1
         return [self.cache.get(k) for k in keys]
 
+    def outcomes(self, sets: list[tuple[str, ...]], module_of) -> list[Outcome]:
+        """`evaluate` with each set realised by `module_of(set)` (a memoised realisation, e.g. a decoder's
+        KernelSpace.module) and an invalid `illegal_in_order` outcome where the canonical order is illegal."""
+        modules = {k: m for k in sets if (m := module_of(k)) is not None}
+        outs = self.evaluate(list(sets), modules=modules)
+        return [o if o is not None else Outcome(k, False, reason="illegal_in_order")
+                for k, o in zip(sets, outs, strict=True)]
+
     def result(self, strategy: str, best: Outcome, **kw) -> SearchResult:
         base = self.cache[()]
         stamps = sorted(o.measured_at for o in self.cache.values() if o.measured_at)

@@ -15,6 +15,7 @@ from pathlib import Path
 from chronos.errors import ChronosError
 from chronos.kernels.spec import KernelSpec, load_module, load_specs
 from chronos.progress import progress
+from chronos.search import run as run_search
 from chronos.search.base import SearchResult
 
 
@@ -56,8 +57,6 @@ def search_kernels(strategies: Mapping[str, object], kernels: Path, families, ba
                    by_entry: bool = False) -> Iterator[KernelRun]:
     """Kernel by kernel, each strategy in turn (so a cut-off run has every answer for the kernels it reached).
     `strategies` maps a strategy name to its config, or to a function of the spec that returns it."""
-    from chronos.search import run as run_search
-
     selected = list(kernels_of(kernels, families, only, by_entry=by_entry))
     for family, specs_json, spec in progress(selected, desc="+".join(strategies), unit="kernel"):
         root = load_module(specs_json, spec)
@@ -79,7 +78,7 @@ def run_greedy(kernels: Path, cfg, backend, only: str | None = None, log=print,
     for run in search_kernels({"greedy": cfg}, kernels, cfg.families, backend, only, by_entry):
         tag = {"entry": run.spec.entry} if by_entry else {}
         if run.result is None:
-            log(f"greedy: {run.spec.kernel}: FAILED: {run.error}")
+            log(run.line())
             results.append({"kernel": run.spec.kernel, "family": run.family, "error": run.error, **tag})
             continue
         res = run.result
@@ -87,9 +86,7 @@ def run_greedy(kernels: Path, cfg, backend, only: str | None = None, log=print,
         entry.update(family=run.family, sequence=list(res.best.actions), final=res.best.to_json(), **tag)
         results.append(entry)
         demos.extend(res.demos)
-        log(f"greedy: {run.spec.kernel:44s} {res.baseline.cycles:>9.0f} -> {res.best.cycles:>9.0f} cycles "
-            f"({100 * res.change:+.1f}%) {'+'.join(res.best.actions) or '-'} "
-            f"[{res.evaluated} sets, {res.unique_cubins} cubins, {run.seconds:.1f} s]")
+        log(run.line(f", {res.unique_cubins} cubins"))
     return results, demos
 
 

@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 from chronos.kernels.spec import load_specs, ptx_path
-from chronos.search.atlas_replay import backend_with_atlas
-from chronos.stages.common import add_backend_arguments, backend_name, command_line, run_stage, write_json
+from chronos.stages.common import command_line, run_stage, write_json
+from chronos.stages.measuring import add_backend_arguments, open_backend
 from chronos.variant import Variant
 
 
@@ -56,8 +56,7 @@ def _arguments(ap) -> None:
 
 
 def _body(args, cfg) -> int:
-    extra = {"retry_invalid": True} if args.retry_invalid else {}
-    backend = backend_with_atlas(backend_name(args, cfg), args.store, cfg.measure, **extra)
+    backend = open_backend(args, cfg)
     try:
         entries = run(args.kernels, backend, args.only)
         prov = backend.provenance()

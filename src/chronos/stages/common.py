@@ -38,20 +38,6 @@ def run_stage(name: str, doc: str, add_arguments: Callable[[argparse.ArgumentPar
         return EXIT_ERROR
 
 
-def add_backend_arguments(ap: argparse.ArgumentParser, retry_invalid: bool = False) -> None:
-    """--store and --backend (overrides measure.backend), for stages that measure or replay."""
-    ap.add_argument("--store", type=Path, default=Path("data/store/measurements.sqlite"))
-    ap.add_argument("--backend", choices=("gpu", "replay", "auto"), help="overrides measure.backend")
-    if retry_invalid:
-        ap.add_argument("--retry-invalid", action="store_true",
-                        help="re-measure variants whose stored record is invalid "
-                             "(gpu backend; newest record wins)")
-
-
-def backend_name(args: argparse.Namespace, cfg: chronos_config.Config) -> str:
-    return args.backend or cfg.measure.backend
-
-
 def command_line(stage: str, argv: list[str]) -> str:
     return shlex.join(["python", "-m", f"chronos.stages.{stage}", *argv])
 

@@ -28,9 +28,9 @@ import torch
 from chronos.kernels.spec import load_module
 from chronos.optimize import optimize, summarize
 from chronos.rl.checkpoint import load_model
-from chronos.search.atlas_replay import backend_with_atlas
 from chronos.search.runs import kernels_of
-from chronos.stages.common import add_backend_arguments, backend_name, run_stage, write_json
+from chronos.stages.common import run_stage, write_json
+from chronos.stages.measuring import add_backend_arguments, open_backend
 
 
 def _arguments(ap) -> None:
@@ -44,7 +44,7 @@ def _body(args, cfg) -> int:
     torch.set_num_threads(1)
     policy = load_model(args.checkpoint).eval()
     rows = []
-    backend = backend_with_atlas(backend_name(args, cfg), args.store, cfg.measure)
+    backend = open_backend(args, cfg)
     try:
         for _, specs_json, spec in kernels_of(args.kernels, cfg.search.triton.families):
             res = optimize(spec, load_module(specs_json, spec), backend, policy,

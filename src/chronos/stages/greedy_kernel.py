@@ -13,14 +13,13 @@ provenance, the kernel's result and its demonstrations; `chronos.stages.greedy` 
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 from chronos.errors import ChronosError
-from chronos.search.atlas_replay import backend_with_atlas
 from chronos.search.runs import kernels_of, run_greedy
-from chronos.stages.common import EXIT_OK, EXIT_PARTIAL, add_backend_arguments, backend_name, run_stage
+from chronos.stages.common import EXIT_OK, EXIT_PARTIAL, run_stage, write_json
+from chronos.stages.measuring import add_backend_arguments, open_backend
 
 
 def _arguments(ap) -> None:
@@ -36,7 +35,7 @@ def _body(args, cfg) -> int:
     entries = [s.entry for _, _, s in kernels_of(args.kernels, gcfg.families)]
     if args.kernel != "all" and args.kernel not in entries:
         raise ChronosError(f"no kernel {args.kernel!r} in {list(gcfg.families)} (e.g. {entries[0]})")
-    backend = backend_with_atlas(backend_name(args, cfg), args.store, cfg.measure)
+    backend = open_backend(args, cfg)
     try:
         only = None if args.kernel == "all" else f"^{args.kernel}$"
         results, demos = run_greedy(args.kernels, gcfg, backend, only=only, by_entry=True)
@@ -51,7 +50,7 @@ def _body(args, cfg) -> int:
         part = {"provenance": prov, "result": {k: v for k, v in result.items() if k != "entry"},
                 "demos": [d for d in demos if d["kernel"] == result["kernel"]]}
         path = args.out if args.kernel != "all" else folder / f"{entry}.json"
-        path.write_text(json.dumps(part, indent=1, sort_keys=True) + "\n")
+        write_json(path, part, sort_keys=True)
         failed += "error" in result
     return EXIT_PARTIAL if failed else EXIT_OK
 

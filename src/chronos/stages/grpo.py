@@ -26,8 +26,8 @@ from chronos.kernels.spec import load_module, load_specs
 from chronos.rl.checkpoint import load_model, save_checkpoint
 from chronos.rl.env import TransformEnv
 from chronos.rl.grpo import greedy_eval, summarize, train_grpo
-from chronos.search.atlas_replay import backend_with_atlas
-from chronos.stages.common import add_backend_arguments, backend_name, run_stage, write_json
+from chronos.stages.common import run_stage, write_json
+from chronos.stages.measuring import add_backend_arguments, open_backend
 
 
 def args_record(cfg, heldout: list[str]) -> dict:
@@ -98,7 +98,7 @@ def _body(args, cfg) -> int:
     torch.set_num_threads(1)  # byte-identical reruns: threaded reductions reorder float sums
     heldout = list(cfg.split.heldout_kernels)
     record = args_record(cfg.grpo, heldout)
-    backend = backend_with_atlas(backend_name(args, cfg), args.store, cfg.measure)
+    backend = open_backend(args, cfg)
     try:
         env = TransformEnv(load_env_kernels(args.kernels), backend, cfg.grpo.env)
         reference, policy = load_model(args.bc), load_model(args.bc)

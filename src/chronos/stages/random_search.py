@@ -17,16 +17,9 @@ import json
 import sys
 from pathlib import Path
 
-from chronos.search.atlas_replay import backend_with_atlas
 from chronos.search.runs import search_kernels, search_summary
-from chronos.stages.common import (
-    EXIT_OK,
-    EXIT_PARTIAL,
-    add_backend_arguments,
-    backend_name,
-    run_stage,
-    write_json,
-)
+from chronos.stages.common import EXIT_OK, EXIT_PARTIAL, run_stage, write_json
+from chronos.stages.measuring import add_backend_arguments, open_backend
 
 
 def greedy_budgets(path: Path) -> dict[str, int]:
@@ -53,7 +46,7 @@ def _body(args, cfg) -> int:
         return dataclasses.replace(rcfg, budget=budgets.get(spec.kernel, rcfg.budget))
 
     results = []
-    backend = backend_with_atlas(backend_name(args, cfg), args.store, cfg.measure)
+    backend = open_backend(args, cfg)
     try:
         for run in search_kernels({"random": config_of}, args.kernels, rcfg.families, backend, args.only):
             budget = config_of(run.spec).budget

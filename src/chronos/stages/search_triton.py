@@ -14,15 +14,9 @@ import sys
 from pathlib import Path
 
 from chronos.config import RandomSearchConfig
-from chronos.search.atlas_replay import backend_with_atlas
 from chronos.search.runs import search_kernels, search_summary
-from chronos.stages.common import (
-    add_backend_arguments,
-    backend_name,
-    run_stage,
-    search_provenance,
-    write_json,
-)
+from chronos.stages.common import run_stage, search_provenance, write_json
+from chronos.stages.measuring import add_backend_arguments, open_backend
 
 
 def _arguments(ap) -> None:
@@ -37,8 +31,7 @@ def _body(args, cfg) -> int:
     strategies = {"greedy": gcfg, "random": RandomSearchConfig(
         families=tcfg.families, budget=tcfg.random_budget, seed=tcfg.seed, max_steps=gcfg.max_steps)}
     rows: dict[str, list[dict]] = {"greedy": [], "random": []}
-    extra = {"retry_invalid": True} if args.retry_invalid else {}
-    backend = backend_with_atlas(backend_name(args, cfg), args.store, cfg.measure, **extra)
+    backend = open_backend(args, cfg)
     try:
         for run in search_kernels(strategies, args.kernels, tcfg.families, backend, args.only):
             print(run.line(), flush=True)
