@@ -1,12 +1,21 @@
-"""Generate the Triton evaluation suite (data/kernels/triton/): 33 PTX files, specs.json, provenance.
+"""Generate a tier of the Triton evaluation suite: PTX files, specs.json, provenance.
+
+Tiers (`--tier`): `small` (default; data/kernels/triton/, family "triton": the 33 cases of
+chronos.kernels.triton_suite.CASES), `llm` (data/kernels/triton_llm/, family "triton_llm": the same 33
+kernels at Llama-3-8B sizes, cases_llm.CASES_LLM) and `probes` (data/kernels/probes/, family "probes": the
+bf16 GEMM of cases_llm.PROBES and the hand-written copy kernel of chronos.measure.probes, the roofline's two
+peaks).
 
 On the H200 image (Triton 3.6, torch, pycuda wheels on PYTHONPATH, src/ on PYTHONPATH):
-    PYTHONUNBUFFERED=1 python3 scripts/make_triton_suite.py --out data/kernels/triton
-For every case: launch through the Triton JIT on seeded inputs, check against a float64 torch reference,
-save the PTX and a KernelSpec built from the PTX entry's parameter list and the JIT's specialisation; then
-launch the saved PTX from the spec alone through pycuda (driver JIT, primary context shared with torch) on
-fresh inputs drawn as the spec says, and require its outputs to equal Triton's on the same inputs bit for bit.
-Without a GPU: ``--dry-run`` compiles every case offline for sm_90a and builds its spec.
+    PYTHONUNBUFFERED=1 python3 scripts/make_triton_suite.py [--tier llm|probes]
+For every case: launch through the Triton JIT on seeded inputs, check against a float64 torch reference
+(GEMMs of 2*4096^3 flops and more: on 256 sampled rows of C; `check.reference` in the provenance says
+which), save the PTX and a KernelSpec built from the PTX entry's parameter list and the JIT's
+specialisation; then launch the saved PTX from the spec alone through pycuda (driver JIT, primary context
+shared with torch) on fresh inputs drawn as the spec says, and require its outputs to equal Triton's on the
+same inputs bit for bit. The copy probe is launched from its spec the same way and must copy bit for bit.
+Without a GPU: ``--dry-run`` compiles every case offline for sm_90a (needs triton) and builds its spec; the
+copy probe is only assembled with ptxas.
 """
 
 from __future__ import annotations
@@ -22,8 +31,13 @@ from pathlib import Path
 from chronos.kernels.spec import KernelSpec, write_specs
 from chronos.kernels.triton_suite import CASES, Buf, Case, kernel_fn
 from chronos.kernels.triton_suite.build import bind, compile_offline, jit_specialisation, make_spec
+from chronos.kernels.triton_suite.cases_llm import CASES_LLM, PROBES
 
 MAX_STATIC_SHARED = 48 * 1024
+# tier -> (cases, default output folder, spec family = that folder's name under data/kernels)
+TIERS = {"small": (CASES, Path("data/kernels/triton"), "triton"),
+         "llm": (CASES_LLM, Path("data/kernels/triton_llm"), "triton_llm"),
+         "probes": (PROBES, Path("data/kernels/probes"), "probes")}
 
 
 def jit_view(ck, fn) -> tuple[dict[str, str], set[str]]:
@@ -52,6 +66,7 @@ def spec_launch(spec: KernelSpec, image: bytes, data: dict):
     import torch
 
     from chronos.kernels.triton_suite.reference import poisoned
+    from chronos.measure.inputs import scalar_value
 
     mod = drv.module_from_buffer(image)
     f = mod.get_function(spec.entry)
@@ -62,7 +77,7 @@ def spec_launch(spec: KernelSpec, image: bytes, data: dict):
         if a.kind == "null":
             args.append(np.uintp(0))
         elif a.kind == "scalar":
-            args.append(np.float32(a.value) if a.dtype == "f32" else np.int32(a.value))
+            args.append(scalar_value(a))  # f32 -> float32, i32 -> int32, u64 -> uint64 ...
         else:
             t = poisoned(a.dtype, a.elements)
             if a.role == "input":
@@ -84,11 +99,26 @@ def bits_equal(a, b) -> bool:
                                               b.contiguous().view(torch.uint8))
 
 
-def run_case(case: Case, seed: int, out_dir: Path) -> tuple[KernelSpec, dict]:
+def compare(case: Case, tensors: dict, errs: dict) -> bool:
+    """Check the case's outputs in `tensors` against the reference (`reference.checked`): record each output's
+    max abs error in `errs` (the max over calls) and say whether all are within tolerance and NaN-free."""
+    import torch
+
+    from chronos.kernels.triton_suite.reference import checked, tolerance
+
+    ok = True
+    for name, (got, ref) in checked(case, tensors).items():
+        atol, rtol = tolerance(case, next(a for a in case.args if a.name == name))
+        errs[name] = max(errs.get(name, 0.0), float((got - ref).abs().max()))
+        ok &= bool(torch.allclose(got, ref, atol=atol, rtol=rtol)) and not bool(got.isnan().any())
+    return ok
+
+
+def run_case(case: Case, seed: int, out_dir: Path, family: str) -> tuple[KernelSpec, dict]:
     import torch
     import triton.testing
 
-    from chronos.kernels.triton_suite.reference import draw, expected, place, tolerance
+    from chronos.kernels.triton_suite.reference import check_method, draw, place
 
     fn = kernel_fn(case.kernel)
     rec: dict = {"tags": list(case.tags), "grid": list(case.grid), "num_warps": case.num_warps,
@@ -99,19 +129,15 @@ def run_case(case: Case, seed: int, out_dir: Path) -> tuple[KernelSpec, dict]:
                for a in case.args if isinstance(a, Buf)}
     ck = triton_launch(case, fn, tensors)
     torch.cuda.synchronize()
-    errs, ok = {}, True
-    for name, ref in expected(case, tensors).items():
-        got = tensors[name].double()
-        atol, rtol = tolerance(case, next(a for a in case.args if a.name == name))
-        errs[name] = float((got - ref).abs().max())
-        ok &= bool(torch.allclose(got, ref, atol=atol, rtol=rtol)) and not bool(got.isnan().any())
+    errs: dict = {}
+    ok = compare(case, tensors, errs)
     sig, div16 = jit_view(ck, fn)
     md = ck.metadata
     assert md.global_scratch_size == 0 and md.profile_scratch_size == 0, "hidden scratch would be used"
     rec["offline_specialisation_matches_jit"] = (sig, div16) == jit_specialisation(case, list(fn.arg_names))
     ptx = ck.asm["ptx"]
     (out_dir / f"{case.name}.ptx").write_text(ptx)
-    spec = make_spec(case, ptx, sig, div16, md.shared)
+    spec = make_spec(case, ptx, sig, div16, md.shared, family)
     # Draw 2, as the spec says: Triton (case layout, offsets included) vs the spec launch (fresh buffers).
     kept = kept_case_args(case, sig)
     data = {s.name: draw(s.dtype, s.elements, s.init, gen) for s in spec.args if s.kind == "buffer"
@@ -120,9 +146,9 @@ def run_case(case: Case, seed: int, out_dir: Path) -> tuple[KernelSpec, dict]:
     tensors = {a.name: place(a, data.get(by_case[a.name])) for a in case.args if isinstance(a, Buf)}
     triton_launch(case, fn, tensors)
     torch.cuda.synchronize()
-    ref_out = {by_case[n]: tensors[n].reshape(-1) for n in expected(case, tensors)}
-    for name, ref in expected(case, tensors).items():
-        errs[name] = max(errs[name], float((tensors[name].double() - ref).abs().max()))
+    outputs = [a.name for a in case.args if isinstance(a, Buf) and a.role == "output"]
+    ref_out = {by_case[n]: tensors[n].reshape(-1) for n in outputs}
+    compare(case, tensors, errs)
     exact = {}
     for label, image in (("ptx_jit", ptx.encode()), ("cubin", ck.asm["cubin"])):
         got = spec_launch(spec, image, data)
@@ -131,11 +157,68 @@ def run_case(case: Case, seed: int, out_dir: Path) -> tuple[KernelSpec, dict]:
     nan_free = not any(bool(v.isnan().any()) for v in ref_out.values() if v.is_floating_point())
     ms = triton.testing.do_bench(lambda: triton_launch(case, fn, tensors), return_mode="median")
     rec.update(n_regs=ck.n_regs, n_spills=ck.n_spills, shared=md.shared, block=list(spec.block),
-               check={"ok": ok, "max_abs_err": errs}, nan_free=nan_free,
+               check={"ok": ok, "max_abs_err": errs, "reference": check_method(case)}, nan_free=nan_free,
                spec_launch_bit_exact=exact["ptx_jit"], cubin_launch_bit_exact=exact["cubin"],
                alignment=sorted(spec.alignment), median_us=round(ms * 1000, 3),
                passed=ok and nan_free and exact["ptx_jit"])
     return spec, rec
+
+
+def run_copy_probe(spec: KernelSpec, ptx: str, seed: int) -> dict:
+    """Launch the copy probe from its spec (poisoned dst), require dst == src bit for bit, and time it."""
+    import numpy as np
+    import pycuda.driver as drv
+    import torch
+    import triton.testing
+
+    from chronos.kernels.triton_suite.reference import draw
+    from chronos.measure.inputs import scalar_value
+    from chronos.measure.probes import min_bytes
+
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    src = spec.args[0]
+    data = {src.name: draw(src.dtype, src.elements, src.init, gen)}
+    got = spec_launch(spec, ptx.encode(), data)
+    exact = bits_equal(got[spec.args[1].name], data[src.name])
+    mod = drv.module_from_buffer(ptx.encode())
+    f = mod.get_function(spec.entry)
+    dst = torch.empty_like(data[src.name])
+    args = (np.uintp(data[src.name].data_ptr()), np.uintp(dst.data_ptr()), scalar_value(spec.args[2]))
+    ms = triton.testing.do_bench(lambda: f(*args, block=tuple(spec.block), grid=tuple(spec.grid)),
+                                 return_mode="median")
+    return {"grid": list(spec.grid), "block": list(spec.block), "bytes_moved": min_bytes(spec),
+            "bit_exact": exact, "median_us": round(ms * 1000, 3),
+            "GBps": round(min_bytes(spec) / (ms / 1e3) / 1e9, 1), "passed": exact}
+
+
+def copy_probe(out_dir: Path, dry_run: bool, seed: int) -> tuple[KernelSpec, dict]:
+    """The bandwidth probe of the probes tier: its PTX file, spec and record (ptxas-checked when dry)."""
+    from chronos.measure.probes import COPY_PTX, copy_probe_spec
+    from chronos.toolchain import assemble
+
+    spec = copy_probe_spec()
+    (out_dir / spec.ptx).write_text(COPY_PTX)
+    if dry_run:
+        regs = {arch: assemble(COPY_PTX, arch, name=spec.entry).entries[spec.entry].registers
+                for arch in ("sm_89", "sm_90a")}
+        return spec, {"passed": True, "registers": regs}
+    return spec, run_copy_probe(spec, COPY_PTX, seed)
+
+
+def roofline_peaks(specs: list[KernelSpec], recs: dict) -> dict | None:
+    """The probes tier's peaks (bytes/s, flop/s) from the two probes' do_bench medians."""
+    from chronos.measure.probes import flops, min_bytes, peaks_from_probes
+
+    copy = next((s for s in specs if s.entry == "chronos_copy_probe"), None)
+    gemm = next((s for s in specs if s.entry == "matmul_kernel"), None)
+    if copy is None or gemm is None or not (recs[copy.kernel]["passed"] and recs[gemm.kernel]["passed"]):
+        return None
+    peaks = peaks_from_probes(recs[copy.kernel]["median_us"] / 1e3, min_bytes(copy),
+                              recs[gemm.kernel]["median_us"] / 1e3, flops(gemm))
+    # Same timer as every case's median_us, so fractions computed from this file compare like with like. A
+    # sustained bf16 GEMM slows as the GPU heats (593-694 TFLOP/s seen on one H200): measure the probes in the
+    # same session as the kernels they normalise.
+    return {**peaks, "timer": "triton.testing.do_bench median (25 ms warm-up, 100 ms of launches, L2 flush)"}
 
 
 def provenance() -> dict:
@@ -159,12 +242,15 @@ def provenance() -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=Path("data/kernels/triton"))
+    ap.add_argument("--tier", choices=sorted(TIERS), default="small", help="which cases (default: small)")
+    ap.add_argument("--out", type=Path, help="output folder (default: the tier's folder under data/kernels)")
     ap.add_argument("--dry-run", action="store_true", help="offline sm_90a compile + specs only (no GPU)")
     ap.add_argument("--only", nargs="*", help="subset of case names")
     args = ap.parse_args()
+    all_cases, default_out, family = TIERS[args.tier]
+    args.out = args.out or default_out
     args.out.mkdir(parents=True, exist_ok=True)
-    cases = [c for c in CASES if not args.only or c.name in args.only]
+    cases = [c for c in all_cases if not args.only or c.name in args.only]
     specs, recs, failed = [], {}, []
     if not args.dry_run:
         import pycuda.driver as drv
@@ -179,24 +265,43 @@ def main() -> int:
             if args.dry_run:
                 ck, sig, div16 = compile_offline(case)
                 (args.out / f"{case.name}.ptx").write_text(ck.asm["ptx"])
-                spec, rec = make_spec(case, ck.asm["ptx"], sig, div16, ck.metadata.shared), {"passed": True}
+                spec = make_spec(case, ck.asm["ptx"], sig, div16, ck.metadata.shared, family)
+                rec = {"passed": True}
             else:
-                spec, rec = run_case(case, 1000 + i, args.out)
+                spec, rec = run_case(case, 1000 + i, args.out, family)
             specs.append(spec)
         except Exception as exc:  # noqa: BLE001 -- one broken case must not hide the others
             rec = {"passed": False, "error": f"{type(exc).__name__}: {exc}"}
-        if not rec["passed"]:
-            failed.append(case.name)
-        recs[case.name] = rec
-        print(case.name, json.dumps(rec), flush=True)
+        finish(case.name, rec, recs, failed, args.dry_run)
+    if args.tier == "probes":
+        try:
+            spec, rec = copy_probe(args.out, args.dry_run, 2000)
+            specs.append(spec)
+        except Exception as exc:  # noqa: BLE001
+            spec, rec = None, {"passed": False, "error": f"{type(exc).__name__}: {exc}"}
+        finish(spec.kernel if spec else "probe_copy", rec, recs, failed, args.dry_run)
     write_specs(args.out / "specs.json", specs)
     if not args.dry_run:
         ctx.pop()
-        prov = {"provenance": provenance(), "n_cases": len(cases), "n_passed": len(cases) - len(failed),
-                "cases": recs}
+        prov = {"provenance": {**provenance(), "tier": args.tier, "family": family}, "n_cases": len(recs),
+                "n_passed": len(recs) - len(failed), "cases": recs}
+        if args.tier == "probes":
+            prov["roofline_peaks"] = roofline_peaks(specs, recs)
         (args.out / "suite_provenance.json").write_text(json.dumps(prov, indent=1) + "\n")
     print("failed:", failed or "none")
     return 1 if failed else 0
+
+
+def finish(name: str, rec: dict, recs: dict, failed: list, dry_run: bool) -> None:
+    """Record one case, print its line, and hand its GPU memory back (the LLM tier's cases hold gigabytes)."""
+    if not rec["passed"]:
+        failed.append(name)
+    recs[name] = rec
+    print(name, json.dumps(rec), flush=True)
+    if not dry_run:
+        import torch
+
+        torch.cuda.empty_cache()
 
 
 if __name__ == "__main__":

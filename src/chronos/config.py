@@ -18,6 +18,7 @@ from pathlib import Path
 
 import yaml
 
+from chronos.config_timing import TimingConfig
 from chronos.errors import ConfigError
 
 # Keys that change what is measured go into MeasureConfig.config_hash(); operational keys (how many workers,
@@ -276,15 +277,10 @@ class AtlasSearchConfig:
 
 @dataclass(frozen=True)
 class TritonSearchConfig:
-    """The Triton suite's references (stage search_triton): greedy, then seeded random."""
+    """The Triton suite's tiers (stages search_triton, evaluate, aa): greedy in wall time is the reference.
+    One family per tier: triton (33 small kernels), triton_llm (the same families at LLM sizes)."""
 
-    families: tuple[str, ...] = ("triton",)
-    random_budget: int = 32
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        _check(self.random_budget >= 0, "search.triton.random_budget",
-               f"must be >= 0, got {self.random_budget}")
+    families: tuple[str, ...] = ("triton", "triton_llm")
 
 
 @dataclass(frozen=True)
@@ -323,6 +319,7 @@ class Config:
     measure: MeasureConfig = field(default_factory=MeasureConfig)
     search: SearchConfig = field(default_factory=SearchConfig)
     confirm: ConfirmConfig = field(default_factory=ConfirmConfig)
+    timing: TimingConfig = field(default_factory=TimingConfig)
 
 
 def _coerce(value, hint, key: str):

@@ -115,6 +115,18 @@ class MeasurementMissError(MeasureError):
             repro=f"python -m chronos.stages.baseline --backend gpu --store {store}")
 
 
+class ComparisonMissError(MeasurementMissError):
+    """The replay store holds no side-by-side comparison of these contenders (chronos.measure.comparison)."""
+
+    def __init__(self, kernel: str, labels: list[str], key: str, timing_hash: str, store: Path):
+        MeasureError.__init__(
+            self, f"no side-by-side comparison in {store} for kernel {kernel} of {len(labels)} contenders "
+            f"({', '.join(labels[:4])}{', ...' if len(labels) > 4 else ''}), key {key[:16]}, timing "
+            f"{timing_hash}; measure it on a GPU machine (measure.backend: gpu) and commit the store",
+            repro=f"python -m chronos.stages.search_triton --backend gpu --store {store}")
+        self.kernel, self.actions, self.ptx_sha256 = kernel, (), key
+
+
 class CudaFault(MeasureError):
     """A CUDA error while running a variant. `name` is the CUDA error name; sticky => context is gone."""
 

@@ -4,16 +4,41 @@ import json
 from pathlib import Path
 
 from chronos.report import readme
+from chronos.report.tables import triton_metrics
+from tests.report.triton_fixtures import aa_report, evaluate_report, search_report
 
 R = Path(__file__).resolve().parents[2] / "reports"
 METRICS = json.loads((R / "metrics.json").read_text())
+VERDICTS = {"confidence": 0.99, "min_gain": 0.005}
+
+
+def _gemm_only(metrics: dict) -> dict:
+    return {k: v for k, v in metrics.items() if not k.startswith(("triton", "aa", "confirmed_"))}
 
 
 def test_absent_sections_are_left_out():
-    bare = {k: v for k, v in METRICS.items() if not k.startswith(("triton_", "confirmed_"))}
+    bare = _gemm_only(METRICS)
     assert readme.triton_section(bare) == [] and readme.confirmed_section(bare) == []
-    assert readme.triton_section(METRICS)[0].startswith("## Triton suite")
     assert readme.confirmed_section(METRICS)[0].startswith("## Confirmed side by side")
+    m = {**bare, "triton": triton_metrics(evaluate_report(), search_report())}
+    assert readme.triton_section(m, search_report(), VERDICTS)[0] == "## Triton suite (zero-shot, wall time)"
+
+
+def test_triton_section_with_one_tier_and_no_aa():
+    ev = evaluate_report()
+    del ev["tiers"]["triton_llm"]
+    lines = readme.triton_section({"triton": triton_metrics(ev, None)}, None, VERDICTS)
+    rows = [line for line in lines if line.startswith("| ") and not line.startswith("| tier")]
+    assert rows == ["| small (`triton`) | 3 of 4 | 1.077x | 1 / 0 / 3 | n/a | n/a | 50.0% |"]
+    assert not any("A/A" in line or "Greedy failed" in line for line in lines)
+
+
+def test_triton_section_with_the_aa_test_only():
+    aa = aa_report()["summary"]
+    lines = readme.triton_section({"aa": {k: aa[k] for k in ("decisions", "false_faster", "false_slower")}})
+    assert not any(line.startswith("| tier") for line in lines)
+    assert any(line.startswith("A/A test (`aa.json`): 16 decisions") for line in lines)
+    assert any("99% bootstrap confidence interval" in line for line in lines)
 
 
 def test_search_section_notes():

@@ -6,7 +6,14 @@ from pathlib import Path
 import pytest
 
 from chronos.errors import ChronosError
-from chronos.report.tables import read_grpo_curves, search_table, summary_metrics
+from chronos.report.tables import (
+    read_grpo_curves,
+    roofline_fraction,
+    search_table,
+    summary_metrics,
+    triton_metrics,
+)
+from tests.report.triton_fixtures import evaluate_report, search_report
 
 ROOT = Path(__file__).resolve().parents[2]
 R = ROOT / "reports"
@@ -37,7 +44,28 @@ def test_metrics_without_the_optional_reports():
     m = summary_metrics(table, None, None, baseline)
     assert m["greedy_kernels"] == 64 and m["random_kernels"] == 0
     assert m["baseline_valid"] == m["baseline_kernels"]
-    assert not any(k.startswith(("triton_", "confirmed_", "bc_", "predicted_")) for k in m)
+    assert not any(k.startswith(("triton", "aa", "confirmed_", "bc_", "predicted_")) for k in m)
+
+
+def test_triton_metrics_per_tier():
+    m = triton_metrics(evaluate_report(), search_report())
+    assert set(m) == {"small", "llm"}
+    assert set(m["small"]) == {"time_geomean", "faster", "slower", "wrong", "measured", "kernels",
+                               "greedy_time_geomean", "greedy_faster", "greedy_wrong", "roofline_median"}
+    assert m["llm"]["roofline_median"] == pytest.approx(0.8)
+    only_greedy = triton_metrics(None, search_report())
+    assert set(only_greedy["small"]) == {"greedy_time_geomean", "greedy_faster", "greedy_wrong"}
+    assert triton_metrics(None, None) == {} and triton_metrics({"summary": {}, "kernels": []}, None) == {}
+
+
+def test_roofline_fraction_is_the_nearer_roof():
+    assert roofline_fraction({"roofline": {"bandwidth_fraction": 0.2, "flop_fraction": 0.7}}) == 0.7
+    assert roofline_fraction({"roofline": {"bandwidth_fraction": 0.4, "flop_fraction": None}}) == 0.4
+    assert roofline_fraction({"kernel": "k", "verdict": "unmeasured"}) is None
+    ev = evaluate_report()
+    for row in ev["tiers"]["triton_llm"]["kernels"]:
+        del row["roofline"]
+    assert "roofline_median" not in triton_metrics(ev, None)["llm"]
 
 
 def test_grpo_curves_reader(tmp_path):

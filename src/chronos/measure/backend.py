@@ -28,6 +28,8 @@ from typing import Protocol
 from chronos.config import MeasureConfig
 from chronos.errors import MeasureError, MeasurementMissError, PtxasError
 from chronos.kernels.spec import KernelSpec
+from chronos.measure.comparison import Comparison
+from chronos.measure.sidebyside import gpu_compare, replay_compare
 from chronos.measure.store import Record, Store
 from chronos.variant import Variant, sha256_text
 
@@ -284,6 +286,10 @@ class GpuBackend:
                       timeout_of=lambda job: self.config.watchdog_s * max(1, len(job["candidates"])))
         return out
 
+    def compare(self, spec: KernelSpec, variants: list[Variant], timing) -> Comparison:
+        """variants[0] (the baseline) and its challengers, side by side (chronos.measure.sidebyside)."""
+        return gpu_compare(self, spec, variants, timing)
+
     def _copy(self, spec: KernelSpec, v: Variant, c: Compiled, prior: Record) -> Record:
         return self._record(
             spec, v, ptx_sha256=c.ptx_sha, cubin_sha256=c.sha, valid=prior.valid, reason=prior.reason,
@@ -324,7 +330,7 @@ class ReplayBackend:
     def provenance(self) -> dict:
         r = self._last
         if r is None:
-            return {"gpu": "?", "driver": "?", "ptxas": "?"}
+            return getattr(self, "_cmp_prov", None) or {"gpu": "?", "driver": "?", "ptxas": "?"}
         return {"gpu": r.gpu, "driver": r.driver, "ptxas": r.ptxas}
 
     def measure(self, spec: KernelSpec, variants: list[Variant], *,
@@ -343,6 +349,11 @@ class ReplayBackend:
             self._last = rec
             out.append(rec)
         return out
+
+    def compare(self, spec: KernelSpec, variants: list[Variant], timing) -> Comparison:
+        cmp = replay_compare(self, spec, variants, timing)
+        self._cmp_prov = {k: cmp.provenance[k] for k in ("gpu", "driver", "ptxas")}
+        return cmp
 
     def close(self) -> None:
         self.store.close()

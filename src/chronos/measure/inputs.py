@@ -16,9 +16,15 @@ _NUM = r"(-?[\d.e+-]+)"
 
 
 def _to_bf16(x: np.ndarray) -> np.ndarray:
-    """float32 -> bfloat16 bits (round to nearest even), as uint16."""
-    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    """float32 -> bfloat16 bits (round to nearest even), as uint16. In uint32 (4x faster than uint64); the
+    sum cannot wrap below 0xFFFF8000, and the few inputs above (NaN payloads) take the 64-bit path."""
+    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    out = ((u + np.uint32(0x7FFF) + ((u >> 16) & np.uint32(1))) >> 16).astype(np.uint16)
+    wrap = u >= np.uint32(0xFFFF8000)
+    if wrap.any():
+        w = u[wrap].astype(np.uint64)
+        out[wrap] = ((w + 0x7FFF + ((w >> 16) & 1)) >> 16).astype(np.uint16)
+    return out
 
 
 def _cast(values: np.ndarray, dtype: str) -> np.ndarray:
@@ -27,9 +33,49 @@ def _cast(values: np.ndarray, dtype: str) -> np.ndarray:
     return values.astype(NP_DTYPES[dtype])
 
 
-def init_buffer(arg: ArgSpec, rng: np.random.Generator, poison_byte: int = 0xFF) -> np.ndarray:
-    """A host array for one buffer argument drawn from its init string."""
+LARGE = 1 << 24
+"""Buffers with more elements than this (the LLM tier's) are drawn in float32, in parallel chunks."""
+_CHUNK = 1 << 22
+
+
+def _large(arg: ArgSpec, key: list[int], init: str) -> np.ndarray | None:
+    """A large float buffer drawn in float32, chunk c from Generator(key + [c]), on a thread pool (numpy's
+    generators release the GIL): seconds, not minutes, at 10^8 elements. None: not a float init."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    m = re.fullmatch(rf"(uniform|normal)\({_NUM},{_NUM}\)", init)
+    if m is None or arg.dtype not in ("f32", "f16", "bf16"):
+        return None
+    kind, a, b = m.group(1), float(m.group(2)), float(m.group(3))
+    vals = np.empty(arg.elements, dtype=np.float32)
+    out = np.empty(arg.elements, dtype=NP_DTYPES[arg.dtype])
+
+    def fill(c: int) -> None:
+        part = vals[c * _CHUNK:(c + 1) * _CHUNK]
+        g = np.random.default_rng([*key, c])
+        if kind == "normal":
+            g.standard_normal(out=part, dtype=np.float32)
+            part *= np.float32(b)
+            part += np.float32(a)
+        else:
+            g.random(out=part, dtype=np.float32)
+            part *= np.float32(b - a)
+            part += np.float32(a)
+        dst = out[c * _CHUNK:(c + 1) * _CHUNK]
+        dst[:] = _to_bf16(part) if arg.dtype == "bf16" else part.astype(dst.dtype)
+
+    with ThreadPoolExecutor() as ex:
+        list(ex.map(fill, range(-(-arg.elements // _CHUNK))))
+    return out
+
+
+def init_buffer(arg: ArgSpec, rng: np.random.Generator, poison_byte: int = 0xFF,
+                key: list[int] | None = None) -> np.ndarray:
+    """A host array for one buffer argument drawn from its init string (`key`: the generator's seed, which
+    large buffers derive their chunks' generators from)."""
     n, init = arg.elements, arg.init
+    if n > LARGE and key is not None and (big := _large(arg, key, init)) is not None:
+        return big
     if m := re.fullmatch(rf"uniform\({_NUM},{_NUM}\)", init):
         vals = rng.uniform(float(m.group(1)), float(m.group(2)), n)
     elif m := re.fullmatch(rf"normal\({_NUM},{_NUM}\)", init):
@@ -52,7 +98,7 @@ def draw_inputs(spec: KernelSpec, seed: int, draw: int, poison_byte: int = 0xFF)
     out = {}
     for i, a in enumerate(spec.args):
         if a.kind == "buffer" and a.role in ("input", "inout"):
-            out[a.name] = init_buffer(a, np.random.default_rng([seed, draw, i]), poison_byte)
+            out[a.name] = init_buffer(a, np.random.default_rng([seed, draw, i]), poison_byte, [seed, draw, i])
     return out
 
 

@@ -46,6 +46,22 @@ CREATE TRIGGER IF NOT EXISTS no_update BEFORE UPDATE ON measurements
     BEGIN SELECT RAISE(ABORT, 'measurements are append-only'); END;
 CREATE TRIGGER IF NOT EXISTS no_delete BEFORE DELETE ON measurements
     BEGIN SELECT RAISE(ABORT, 'measurements are append-only'); END;
+CREATE TABLE IF NOT EXISTS comparisons (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    kernel TEXT NOT NULL,
+    contenders_key TEXT NOT NULL,
+    timing_hash TEXT NOT NULL,
+    gpu TEXT NOT NULL,
+    driver TEXT NOT NULL,
+    ptxas TEXT NOT NULL,
+    body TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS by_contenders ON comparisons (kernel, contenders_key, timing_hash);
+CREATE TRIGGER IF NOT EXISTS no_update_cmp BEFORE UPDATE ON comparisons
+    BEGIN SELECT RAISE(ABORT, 'comparisons are append-only'); END;
+CREATE TRIGGER IF NOT EXISTS no_delete_cmp BEFORE DELETE ON comparisons
+    BEGIN SELECT RAISE(ABORT, 'comparisons are append-only'); END;
 """
 
 
@@ -208,6 +224,43 @@ class Store:
             where, params = where + " AND kernel = ?", [*params, kernel]
         rows = self._rows(f"cubin_sha256 = ? AND {where}", [cubin_sha256, *params])
         return rows[0] if rows else None
+
+    def insert_comparison(self, kernel: str, contenders_key: str, timing_hash: str, prov: dict,
+                          body: dict) -> str:
+        """Append one side-by-side comparison (chronos.measure.comparison); returns its created_at."""
+        now = _now()
+        with self.lock:
+            try:
+                self.db.execute("INSERT INTO comparisons (kernel, contenders_key, timing_hash, gpu, driver, "
+                                "ptxas, body, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                                (kernel, contenders_key, timing_hash, prov["gpu"], prov["driver"],
+                                 prov["ptxas"], json.dumps(body, sort_keys=True), now))
+                self.db.commit()
+            except sqlite3.Error as e:
+                raise StoreError(f"cannot write to {self.path}: {e}") from e
+        return now
+
+    def latest_comparison(self, kernel: str, contenders_key: str, timing_hash: str, *,
+                          gpu: str | None = None) -> tuple[dict, dict] | None:
+        """(body, {gpu, driver, ptxas, created_at}) of the newest comparison with this key, or None (also
+        for a store made before comparisons existed)."""
+        sql = ("SELECT body, gpu, driver, ptxas, created_at FROM comparisons WHERE kernel = ? AND "
+               "contenders_key = ? AND timing_hash = ?")
+        params = [kernel, contenders_key, timing_hash]
+        if gpu is not None:
+            sql, params = sql + " AND gpu = ?", [*params, gpu]
+        with self.lock, sqlite_errors(self.path, "measurement store"):
+            if self.db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'comparisons'"
+                               ).fetchone() is None:
+                return None
+            row = self.db.execute(sql + " ORDER BY id DESC LIMIT 1", params).fetchone()
+        if row is None:
+            return None
+        try:
+            body = json.loads(row[0])
+        except ValueError as e:
+            raise StoreError(f"cannot read measurement store {self.path}: comparison of {kernel}: {e}") from e
+        return body, {"gpu": row[1], "driver": row[2], "ptxas": row[3], "created_at": row[4]}
 
     def all(self) -> list[Record]:
         return list(reversed(self._rows("1 = 1", [])))

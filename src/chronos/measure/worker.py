@@ -10,6 +10,8 @@ Protocol (one JSON object per line; stdout carries nothing else, stray prints go
   parent -> {"id", "op": "rounds", "spec", "config", "baseline", "candidates": [[variant, cycles], ...],
             "rounds", "realloc"};
   worker -> {"id", "valid": true, "results": [{"valid", "reason", "log", "time_ms"?, "cycles"?}, ...]}
+  parent -> {"id", "op": "compare", "spec", "config", "timing", "baseline", "contenders": [cubin, ...]};
+  worker -> {"id", "valid": true, "contenders": [...], "primary", ...} (chronos.measure.timing.compare)
             (GpuRunner.measure_rounds), or a fault answer as above, which concerns the whole group.
 After a sticky CUDA error the worker answers {"reason": "fault:<CUDA error name>", "exit": true} and exits
 with status 3: its context is poisoned. Cubins travel base64-encoded; nothing is ever unpickled.
@@ -42,6 +44,13 @@ def handle(runner, req: dict) -> dict:
     try:
         spec = KernelSpec.from_json(req["spec"])
         cfg = MeasureConfig(**req["config"])
+        if req.get("op") == "compare":
+            from chronos.config_timing import TimingConfig
+            from chronos.measure.timing import compare
+
+            ans = compare(runner, spec, cfg, TimingConfig(**req["timing"]), _cubin(req["baseline"]),
+                          [_cubin(c) for c in req["contenders"]])
+            return {"id": rid, "valid": True, "reason": "", "log": "", **ans}
         if req.get("op") == "rounds":
             cands = [(_cubin(v), _cubin(c)) for v, c in req["candidates"]]
             results = runner.measure_rounds(spec, cfg, _cubin(req["baseline"]), cands, int(req["rounds"]),

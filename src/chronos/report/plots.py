@@ -11,6 +11,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from chronos.report.tables import tier_name
+
 
 def _save(fig, ax, out: Path) -> Path:
     ax.legend()
@@ -63,24 +65,70 @@ def grpo_curves(df: pd.DataFrame, out: Path) -> Path:
     return _save(fig, ax, out)
 
 
-def triton_bars(rows: list[dict], search: dict | None, out: Path) -> Path:
-    """Per Triton kernel: the optimize path's cycle speedup, beside greedy's and random's best."""
-    names = [r["kernel"] for r in rows]
-    refs = {s: {k["kernel"]: k for k in (search or {}).get(s, []) if "error" not in k}
-            for s in ("greedy", "random")}
-    series = {"policy (optimize path)": [r["optimize"]["speedup_cycles"] if "optimize" in r else np.nan
-                                         for r in rows]}
-    for s, by in refs.items():
-        series[s] = [by[n]["baseline"]["cycles"] / by[n]["best"]["cycles"] if n in by else np.nan
-                     for n in names]
+def _policy_point(row: dict) -> tuple[float, float, float] | None:
+    """The optimize path's speedup in time (baseline / returned) with its interval; None: unmeasured."""
+    if "speedup_time" not in row:
+        return None
+    lo, hi = row.get("speedup_ci") or (row["speedup_time"], row["speedup_time"])
+    return row["speedup_time"], lo, hi
+
+
+def _greedy_point(row: dict) -> tuple[float, float, float] | None:
+    """Greedy's best set as a speedup (1 / its time ratio, the interval inverted); None: failed, not timed."""
+    best = row.get("best")
+    if not best:
+        return None
+    if not best.get("actions"):
+        return 1.0, 1.0, 1.0
+    if not best.get("ratio"):
+        return None
+    lo, hi = best.get("ci") or (best["ratio"], best["ratio"])
+    return 1.0 / best["ratio"], 1.0 / hi, 1.0 / lo
+
+
+def _tier_panel(ax, family: str, evaluated: list[dict], searched: list[dict]) -> None:
+    """One tier: per kernel the policy's and greedy's speedups side by side, intervals as error bars."""
+    names = list(dict.fromkeys([r["kernel"] for r in evaluated] + [r["kernel"] for r in searched]))
+    series = {"policy (optimize path)": ({r["kernel"]: _policy_point(r) for r in evaluated}, "C0"),
+              "greedy in wall time": ({r["kernel"]: _greedy_point(r) for r in searched}, "C1")}
     x = np.arange(len(names))
     width = 0.8 / len(series)
-    fig, ax = plt.subplots(figsize=(max(10, 0.35 * len(names)), 4.8))
-    for i, (label, ys) in enumerate(series.items()):
-        ax.bar(x + (i - (len(series) - 1) / 2) * width, ys, width, label=label)
+    for i, (label, (points, color)) in enumerate(series.items()):
+        pts = np.array([points.get(n) or (np.nan, np.nan, np.nan) for n in names], dtype=float).reshape(-1, 3)
+        # Bars rise from 1.0 (no change): up is faster, down slower. A dot marks every measured speedup
+        # (1.0 included, where a bar has no height), its interval as the error bar.
+        pos = x + (i - (len(series) - 1) / 2) * width
+        ax.bar(pos, pts[:, 0] - 1.0, width, bottom=1.0, label=label, color=color)
+        ax.errorbar(pos, pts[:, 0], yerr=np.abs(np.stack([pts[:, 0] - pts[:, 1], pts[:, 2] - pts[:, 0]])),
+                    fmt="o", markersize=3.5, color=color, markeredgecolor="black", markeredgewidth=0.4,
+                    ecolor="black", elinewidth=0.6, capsize=1.5)
+    ax.use_sticky_edges = False  # a margin around 1.0, so the dots of kernels left unchanged show whole
+    ax.margins(x=0.01, y=0.08)
     ax.axhline(1.0, color="black", linewidth=0.6)
     ax.set_xticks(x)
     ax.set_xticklabels(names, rotation=90, fontsize=6)
-    ax.set_ylabel("speedup in cycles (baseline / chosen)")
-    ax.set_title("Triton suite on an H200 (bit-exact variants only; missing bar: not measured)")
-    return _save(fig, ax, out)
+    ax.set_ylabel("speedup in wall time (baseline / chosen)")
+    ax.set_title(f"{tier_name(family)} tier ({family}): speedup with its bootstrap interval "
+                 "(bit-exact variants only; no dot: not measured)", fontsize=9)
+
+
+def _tier_rows(report: dict | None) -> dict[str, list[dict]]:
+    return {f: t.get("kernels", []) for f, t in ((report or {}).get("tiers") or {}).items()}
+
+
+def triton_bars(evaluate: dict | None, search: dict | None, out: Path) -> Path:
+    """One panel per Triton tier: per kernel the policy's wall-time speedup (measure_triton_results.json)
+    beside greedy's (triton_search.json), each with its bootstrap interval as error bars."""
+    evaluated, searched = _tier_rows(evaluate), _tier_rows(search)
+    families = list(dict.fromkeys([*evaluated, *searched]))
+    width = max([10.0] + [0.35 * len({r["kernel"] for r in evaluated.get(f, []) + searched.get(f, [])})
+                          for f in families])
+    fig, axes = plt.subplots(max(1, len(families)), 1, figsize=(width, 5.2 * max(1, len(families))),
+                             squeeze=False)
+    axes = list(axes[:, 0])
+    for ax, family in zip(axes, families, strict=False):
+        _tier_panel(ax, family, evaluated.get(family, []), searched.get(family, []))
+    fig.suptitle("Triton suite on an H200, zero-shot, in wall time")
+    for ax in axes[:-1]:
+        ax.legend()
+    return _save(fig, axes[-1], out)

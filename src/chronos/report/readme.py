@@ -99,46 +99,74 @@ def policy_section(metrics: dict) -> list[str]:
     return lines
 
 
-def _triton_beam_line(metrics: dict) -> str:
-    m = {k: metrics[f"triton_beam_{k}"] for k in (
-        "k", "kernels", "incomplete", "geomean_speedup", "geomean_speedup_time", "faster", "slower_in_time",
-        "wrong_outputs", "candidates_measured")}
-    rejected = metrics.get("triton_beam_rejected_slower_in_time", 0)
-    return (f"Optimize path over the policy's {m['k']} most probable sets (each measured, "
-            f"bit-exact verified, the fastest clearly faster one returned): {m['kernels']} kernels "
-            f"with every candidate measured ({m['incomplete']} incomplete); geomean speedup "
-            f"{_speedup(m['geomean_speedup'])} in cycles, {_speedup(m['geomean_speedup_time'])} in time; "
-            f"{m['faster']} faster ({m['slower_in_time']} of them with a time median "
-            f"above the baseline's, within the IQR bands; {rejected} "
-            "candidates rejected as clearly slower in time), "
-            f"{m['wrong_outputs']} wrong outputs among {m['candidates_measured']} "
-            "candidates.")
+TIER_LABELS = {"small": "small (`triton`)", "llm": "LLM sizes (`triton_llm`)"}
 
 
-def _triton_reference_line(triton_search: dict) -> str:
-    ts = triton_search["summary"]
-    failed = ts["greedy"]["failed"]
-    return (f"References on the same kernels: greedy {_pct(ts['greedy']['mean_change'])}, seeded random "
-            f"{_pct(ts['random']['mean_change'])} mean cycle change"
-            + (f" ({failed} kernel(s) failed: see `triton_search.json`)." if failed else "."))
+def _frac(x) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
 
 
-def triton_section(metrics: dict, triton_search: dict | None = None) -> list[str]:
-    """The optimize path on the Triton suite (top-1, over the beam), with greedy and random as references."""
-    if not metrics.get("triton_kernels"):
+def _count(m: dict, *keys: str) -> str:
+    return " / ".join(str(m.get(k, "n/a")) for k in keys)
+
+
+def _tier_row(name: str, m: dict) -> str:
+    measured = f"{m['measured']} of {m['kernels']}" if "measured" in m and "kernels" in m else "n/a"
+    return (f"| {TIER_LABELS.get(name, name)} | {measured} | {_speedup(m.get('time_geomean'))} | "
+            f"{_count(m, 'faster', 'slower', 'wrong')} | {_speedup(m.get('greedy_time_geomean'))} | "
+            f"{m.get('greedy_faster', 'n/a')} | {_frac(m.get('roofline_median'))} |")
+
+
+def _verdict_line(verdicts: dict | None) -> str:
+    v = verdicts or {}
+    conf = f"{100 * v['confidence']:g}%" if v.get("confidence") is not None else "99%"
+    gain = v.get("min_gain")
+    below = "1 − min_gain" + (f" = {1 - gain:g}" if gain is not None else "")
+    above = "1 + min_gain" + (f" = {1 + gain:g}" if gain is not None else "")
+    return ("Every verdict is a side-by-side time ratio (the candidate's wall time over its baseline's, both "
+            f"timed in the same interleaved rounds) with a {conf} bootstrap confidence interval: faster only "
+            f"if the whole interval lies below {below}, slower only if it lies above {above}, otherwise no "
+            "difference and the baseline stays. Speedups are baseline time / chosen time (geomean over the "
+            "tier's kernels, 1.0 where the baseline was returned); the policy's optimize path returns its "
+            "fastest verified `faster` candidate or the baseline, never a slower or wrong kernel "
+            "(wrong: candidates whose outputs failed bit-exact verification).")
+
+
+def _aa_line(aa: dict) -> str:
+    def pct(x) -> str:
+        return "n/a" if x is None else f"{100 * x:.2f}%"
+
+    return (f"A/A test (`aa.json`): {aa.get('decisions', 'n/a')} decisions, each a kernel's baseline against "
+            f"a copy of itself: {pct(aa.get('false_faster'))} called faster, "
+            f"{pct(aa.get('false_slower'))} called slower (every such verdict is false).")
+
+
+def _failed_line(triton_search: dict | None) -> str | None:
+    tiers = ((triton_search or {}).get("tiers") or {}).values()
+    failed = sum(t.get("summary", {}).get("failed", 0) for t in tiers)
+    return f"Greedy failed on {failed} kernel(s): see `triton_search.json`." if failed else None
+
+
+def triton_section(metrics: dict, triton_search: dict | None = None,
+                   verdicts: dict | None = None) -> list[str]:
+    """The Triton tiers in wall time: the policy's optimize path and greedy per tier, and the A/A test.
+    `verdicts`: {"confidence", "min_gain"} of the runs (for the sentence on how a verdict is drawn)."""
+    tiers, aa = metrics.get("triton") or {}, metrics.get("aa")
+    if not tiers and not aa:
         return []
-    lines = ["## Triton suite (zero-shot, optimize path)", "",
-             (f"{metrics['triton_measured']} of {metrics['triton_kernels']} kernels measured; "
-              f"geomean cycle speedup {_speedup(metrics['triton_geomean_speedup'])}; "
-              f"{metrics['triton_faster']} faster, {metrics['triton_slower']} slower than baseline, "
-              f"{metrics['triton_wrong_outputs']} wrong outputs; "
-              f"{metrics['triton_distinct_sequences']} distinct predicted sets "
-              "(`measure_triton_results.json`, `triton_search.json`, `figures/triton_results.png`).")]
-    if metrics.get("triton_beam_k"):
-        lines.append(_triton_beam_line(metrics))
-    if triton_search:
-        lines.append(_triton_reference_line(triton_search))
-    return lines
+    lines = ["## Triton suite (zero-shot, wall time)", ""]
+    if tiers:
+        order = [t for t in TIER_LABELS if t in tiers] + sorted(t for t in tiers if t not in TIER_LABELS)
+        lines += [("| tier | kernels measured | policy speedup | faster / slower / wrong | greedy speedup | "
+                   "greedy faster | median roofline fraction |"), "|---|---|---|---|---|---|---|",
+                  *(_tier_row(t, tiers[t]) for t in order), ""]
+    lines.append(_verdict_line(verdicts))
+    if failed := _failed_line(triton_search):
+        lines.append(failed)
+    if aa:
+        lines += ["", _aa_line(aa)]
+    return lines + ["", ("Per kernel: `measure_triton_results.json` (policy, with each kernel's roofline "
+                         "place), `triton_search.json` (greedy), `figures/triton_results.png`.")]
 
 
 def _confirmed_row(metrics: dict, split: str) -> str:
@@ -183,9 +211,11 @@ def largest_gains_section(table: pd.DataFrame, top: int = 5) -> list[str]:
 
 
 def render_readme(metrics: dict, table: pd.DataFrame, baseline: dict, random_partial: bool,
-                  oracle: dict | None = None, triton_search: dict | None = None) -> str:
+                  oracle: dict | None = None, triton_search: dict | None = None,
+                  verdicts: dict | None = None) -> str:
     """reports/README.md: the sections present, separated by one blank line."""
     sections = [header(baseline), baseline_section(metrics), search_section(metrics, random_partial, oracle),
-                policy_section(metrics), triton_section(metrics, triton_search), confirmed_section(metrics),
+                policy_section(metrics), triton_section(metrics, triton_search, verdicts),
+                confirmed_section(metrics),
                 largest_gains_section(table)]
     return "\n\n".join("\n".join(s) for s in sections if s) + "\n"

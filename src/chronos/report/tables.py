@@ -1,4 +1,5 @@
-"""Per-kernel comparison of baseline, greedy, random and (when measured) the oracle, and summary metrics.
+"""Per-kernel comparison of baseline, greedy, random and (when measured) the oracle, and summary metrics
+(the gemm_tile ones flat, the Triton tiers' and the A/A test's nested).
 
 The functions take the reports already parsed (the stage reads them, so a bad file is named there);
 an optional report that was not produced is None.
@@ -75,8 +76,11 @@ def search_table(baseline: dict, greedy: dict, random: dict | None = None, oracl
 
 
 def summary_metrics(table: pd.DataFrame, bc_stats: dict | None, predictions: dict | None,
-                    baseline: dict, triton: dict | None = None, confirm: dict | None = None) -> dict:
-    """Plain numbers for `dvc exp show` (reports/metrics.json)."""
+                    baseline: dict, triton: dict | None = None, confirm: dict | None = None,
+                    triton_search: dict | None = None, aa: dict | None = None) -> dict:
+    """Plain numbers for `dvc exp show` (reports/metrics.json). `triton` is measure_triton_results.json,
+    `triton_search` triton_search.json and `aa` aa.json: their metrics are nested under "triton" (one entry
+    per tier) and "aa", each present only when its report is."""
     out: dict = {}
     for name in STRATEGIES:
         col = table[f"{name}_change"].dropna()
@@ -109,28 +113,51 @@ def summary_metrics(table: pd.DataFrame, bc_stats: dict | None, predictions: dic
         seqs = ["+".join(k["predicted"]) for k in predictions["kernels"]]
         out["predicted_distinct_sequences"] = len(set(seqs))
         out["predicted_kernels"] = len(seqs)
-    if triton:
-        out.update(_triton_metrics(triton["summary"]))
+    if tiers := triton_metrics(triton, triton_search):
+        out["triton"] = tiers
+    if aa and aa.get("summary"):
+        out["aa"] = {k: aa["summary"][k] for k in ("decisions", "false_faster", "false_slower")
+                     if k in aa["summary"]}
     if confirm:
         out.update(_confirm_metrics(confirm["summary"]))
     return out
 
 
-def _triton_metrics(s: dict) -> dict:
-    """measure_triton_results.json's summary: the top-1 optimize path and, when run, the beam (top k)."""
-    out = {"triton_kernels": s["kernels"], "triton_measured": s["measured"],
-           "triton_geomean_speedup": s["geomean_speedup_cycles"],
-           "triton_geomean_speedup_time": s["geomean_speedup_time"],
-           "triton_wrong_outputs": s["wrong_outputs"], "triton_slower": s["slower_than_baseline"],
-           "triton_faster": s["verdicts"].get("faster", 0),
-           "triton_distinct_sequences": s["distinct_sequences"]}
-    if b := s.get("beam"):
-        out.update({f"triton_beam_{k}": b[k] for k in (
-                        "k", "kernels", "incomplete", "faster", "slower_in_time", "rejected_slower_in_time",
-                        "wrong_outputs", "candidates_measured") if k in b},
-                   triton_beam_geomean_speedup=b["geomean_speedup_cycles"],
-                   triton_beam_geomean_speedup_time=b["geomean_speedup_time"])
+TIERS = {"triton": "small", "triton_llm": "llm"}
+"""Triton family -> its tier's name in metrics.json and the README."""
+
+
+def tier_name(family: str) -> str:
+    return TIERS.get(family, family)
+
+
+def roofline_fraction(row: dict) -> float | None:
+    """A kernel's roofline fraction: the larger of its bandwidth and flop fractions (None: not placed)."""
+    roof = row.get("roofline") or {}
+    fracs = [roof[k] for k in ("bandwidth_fraction", "flop_fraction") if roof.get(k) is not None]
+    return max(fracs) if fracs else None
+
+
+def _evaluate_tier(tier: dict) -> dict:
+    s = tier.get("summary", {})
+    out = {k: s[k] for k in ("time_geomean", "faster", "slower", "wrong", "measured", "kernels") if k in s}
+    fracs = [f for r in tier.get("kernels", []) if (f := roofline_fraction(r)) is not None]
+    if fracs:
+        out["roofline_median"] = float(np.median(fracs))
     return out
+
+
+def triton_metrics(evaluate: dict | None, search: dict | None) -> dict:
+    """Per tier ("small", "llm"): the policy's optimize path in wall time (evaluate) and greedy's
+    (search_triton). A report that was not produced, or lacks a tier, leaves its keys out."""
+    out: dict[str, dict] = {}
+    for family, tier in ((evaluate or {}).get("tiers") or {}).items():
+        out.setdefault(tier_name(family), {}).update(_evaluate_tier(tier))
+    for family, tier in ((search or {}).get("tiers") or {}).items():
+        s = tier.get("summary", {})
+        out.setdefault(tier_name(family), {}).update(
+            {f"greedy_{k}": s[k] for k in ("time_geomean", "faster", "wrong") if k in s})
+    return {name: m for name, m in out.items() if m}
 
 
 def _confirm_metrics(summary: dict) -> dict:

@@ -31,9 +31,14 @@ def kernel_entry(spec, rec) -> dict:
             "ptx_sha256": rec.ptx_sha256, "cubin_sha256": rec.cubin_sha256, "measured_at": rec.created_at}
 
 
+FAMILIES = ("gemm_tile", "triton")
+"""The families with per-variant records (%clock64 twin + events). The LLM tier and the roofline probes are
+only ever timed side by side (stages aa, search_triton, evaluate), never one by one."""
+
+
 def run(kernels: Path, backend, only: str | None = None, log=print) -> list[dict]:
     entries = []
-    for specs_json in sorted(Path(kernels).glob("*/specs.json")):
+    for specs_json in sorted(Path(kernels) / f / "specs.json" for f in FAMILIES):
         for spec in load_specs(specs_json):
             if only and not re.search(only, spec.kernel):
                 continue

@@ -1,21 +1,18 @@
-"""Stage `evaluate`: the trained policy, zero-shot, on the 33 Triton kernels, through the optimize path
-(chronos.optimize).
+"""Stage `evaluate`: the trained policy, zero-shot, on the Triton suite's tiers, through the optimize path in
+wall time (chronos.optimize_time), with every kernel's place under the H200's roofline.
 
     python -m chronos.stages.evaluate --params params.yaml --kernels data/kernels \
         --store data/store/measurements.sqlite --checkpoint models/checkpoint_best.pt \
         --out reports/measure_triton_results.json [--backend gpu|replay|auto]
 
-Per kernel: the policy's greedy rollout (masked, at most `predict.max_steps` transforms) gives a sequence;
-the baseline and the variant are measured (bit-exact verification included). The optimize path returns the
-variant only if it is valid, clearly faster in cycles (`search.greedy.min_gain`, IQR bands apart) and not
-clearly slower in event-timed wall time (verdict `slower_in_time` otherwise), else the baseline, so it never
-returns a slower or unverified kernel. On replay, a kernel whose prediction was
-never measured is reported as `unmeasured` (run this stage on a GPU to measure it) and the run goes on.
+Per kernel: the policy's greedy rollout (masked, at most `predict.max_steps` transforms) and, with
+`predict.beam: k` > 1, its k most probable distinct sets are measured side by side with the baseline in one
+comparison (bit-exact verification included). The path returns the fastest candidate whose time ratio has its
+whole confidence interval below 1 - `search.greedy.min_gain`, else the baseline: never a slower or unverified
+kernel. On replay, a kernel never measured is `unmeasured` (run this stage on a GPU) and the run goes on.
 
-With `predict.beam: k` (k > 1) the optimize path also measures the policy's k most probable distinct sets
-(chronos.rl.decode.beam_decode) and returns the fastest clearly faster verified one: the greedy answer is one
-candidate
-among them. Both are reported (`optimize`, `optimize_beam`; summary `beam`).
+Roofline: the probes (data/kernels/probes: a vectorised copy and a bf16 GEMM) are timed in the same run; each
+kernel's baseline gets its achieved bandwidth or FLOP rate as a fraction of what the probes reached.
 """
 
 from __future__ import annotations
@@ -25,10 +22,14 @@ from pathlib import Path
 
 import torch
 
+from chronos.errors import ChronosError
 from chronos.kernels.spec import load_module
-from chronos.optimize import optimize, summarize
+from chronos.measure import probes
+from chronos.optimize_time import optimize_time, summarize_time
+from chronos.progress import progress
 from chronos.rl.checkpoint import load_model
 from chronos.search.runs import kernels_of
+from chronos.search.timed import TimedEvaluator
 from chronos.stages.common import run_stage, write_json
 from chronos.stages.measuring import add_backend_arguments, open_backend
 
@@ -40,28 +41,64 @@ def _arguments(ap) -> None:
     add_backend_arguments(ap)
 
 
+def measure_peaks(kernels: Path, backend, cfg) -> dict:
+    """The probes' baselines timed through the same path: peak bandwidth (copy) and FLOP rate (GEMM)."""
+    out = {}
+    if not (kernels / "probes" / "specs.json").is_file():
+        return out
+    for _, specs_json, spec in kernels_of(kernels, ["probes"]):
+        ev = TimedEvaluator(spec, load_module(specs_json, spec), backend, cfg.timing, 0.0)
+        cmp, _ = ev.compare([])
+        med, iqr = cmp.time_ms(0)
+        out[spec.kernel] = {"time_ms": med, "time_ms_iqr": iqr, "bytes": probes.min_bytes(spec),
+                            "flops": probes.flops(spec), "measured_at": cmp.provenance.get("created_at", "")}
+    return out
+
+
+def _peaks(measured: dict) -> dict | None:
+    """Peak bandwidth and FLOP rate from the probes measured in this run (None without both)."""
+    copy = next((v for k, v in measured.items() if k.startswith("probe_copy") and v["time_ms"]), None)
+    gemm = next((v for k, v in measured.items() if k.startswith("probe_matmul") and v["time_ms"]), None)
+    if copy is None or gemm is None:
+        return None
+    return probes.peaks_from_probes(copy["time_ms"], copy["bytes"], gemm["time_ms"], gemm["flops"])
+
+
 def _body(args, cfg) -> int:
     torch.set_num_threads(1)
     policy = load_model(args.checkpoint).eval()
-    rows = []
+    families = cfg.search.triton.families
+    tiers: dict[str, list[dict]] = {f: [] for f in families}
+    specs = {}
     backend = open_backend(args, cfg)
     try:
-        for _, specs_json, spec in kernels_of(args.kernels, cfg.search.triton.families):
-            res = optimize(spec, load_module(specs_json, spec), backend, policy,
-                           max_steps=cfg.predict.max_steps,
-                           min_gain=cfg.search.greedy.min_gain, beam=cfg.predict.beam)
-            row = res.to_json()
-            rows.append(row)
-            ch = row.get("change")
-            print(f"evaluate: {spec.kernel:44s} {'+'.join(row['sequence']) or '(stop)':50s} "
-                  f"{'' if ch is None else f'{100 * ch:+.1f}% '}{row['verdict']}", flush=True)
+        peaks = measure_peaks(args.kernels, backend, cfg)
+        for family, specs_json, spec in progress(list(kernels_of(args.kernels, families)), desc="evaluate",
+                                                 unit="kernel"):
+            try:
+                res = optimize_time(spec, load_module(specs_json, spec), backend, policy,
+                                    max_steps=cfg.predict.max_steps, min_gain=cfg.search.greedy.min_gain,
+                                    beam=cfg.predict.beam, timing=cfg.timing)
+                row = res.to_json()
+            except ChronosError as e:
+                row = {"kernel": spec.kernel, "verdict": "unmeasured", "error": " ".join(str(e).split())[:400]}
+            specs[spec.kernel] = spec
+            tiers[family].append(row)
+            print(f"evaluate: {spec.kernel:44s} {'+'.join(row['sequence']) if 'sequence' in row else '':40s} "
+                  f"{row['verdict']} -> {row.get('returned', '-')} {row.get('speedup_time', 0):.4f}", flush=True)
         prov = backend.provenance()
     finally:
         backend.close()
-    summary = summarize(rows)
-    write_json(args.out, {"provenance": {**prov, "checkpoint": str(args.checkpoint)}, "summary": summary,
-                          "kernels": rows})
-    print(f"evaluate: {summary}")
+    peak = _peaks(peaks)
+    for rows in tiers.values():
+        for row in rows:
+            if peak and row.get("baseline") and row["baseline"].get("time_ms"):
+                row["roofline"] = probes.roofline(specs[row["kernel"]], row["baseline"]["time_ms"],
+                                                  peak["peak_bandwidth_Bps"], peak["peak_flops"])
+    out = {"provenance": {**prov, "checkpoint": str(args.checkpoint)}, "probes": peaks, "peaks": peak,
+           "tiers": {f: {"summary": summarize_time(rows), "kernels": rows} for f, rows in tiers.items()}}
+    write_json(args.out, out)
+    print(f"evaluate: { {f: t['summary'] for f, t in out['tiers'].items()} }")
     return 0
 
 

@@ -3,10 +3,12 @@
     python -m chronos.stages.report --params params.yaml --reports reports
 
 Reads reports/{baseline,greedy_results,bc_stats}.json (required) and, when present,
-reports/{random_results,oracle,predictions,training_result,triton_search,measure_triton_results,confirm}.json
+reports/{random_results,oracle,predictions,training_result,triton_search,measure_triton_results,confirm,aa}.json
 and grpo_curves.csv. Writes reports/search_gemm_tile.csv,
 reports/figures/{search_gemm_tile,bc_curves,grpo_curves,triton_results}.png, reports/metrics.json (for
-`dvc exp show`) and reports/README.md. Every number comes from those files; nothing is measured here.
+`dvc exp show`; the Triton tiers nested under "triton", the A/A test under "aa") and reports/README.md.
+Every number comes from those files (the verdicts' confidence and min_gain from the Triton runs' params,
+params.yaml's where none ran); nothing is measured here.
 A missing required input, or any input that is truncated or corrupt, is a one-line error naming the file
 (exit code 2), raised before any output is written.
 """
@@ -26,7 +28,7 @@ REQUIRED = {"baseline": "baseline report", "greedy_results": "greedy results", "
 OPTIONAL = {"random_results": "random-search results", "oracle": "oracle report",
             "predictions": "policy predictions", "training_result": "GRPO training result",
             "triton_search": "Triton search results", "measure_triton_results": "Triton measurements",
-            "confirm": "confirm report"}
+            "confirm": "confirm report", "aa": "A/A test"}
 
 
 def _read_inputs(reports: Path) -> dict:
@@ -44,6 +46,15 @@ def _arguments(ap) -> None:
     ap.add_argument("--reports", type=Path, default=Path("reports"))
 
 
+def _verdicts(x: dict, cfg) -> dict:
+    """How the Triton verdicts were drawn: the params recorded by search_triton or aa, else params.yaml's."""
+    for name in ("triton_search", "aa"):
+        p = (x[name] or {}).get("params") or {}
+        if "min_gain" in p and "confidence" in (p.get("timing") or {}):
+            return {"confidence": p["timing"]["confidence"], "min_gain": p["min_gain"]}
+    return {"confidence": cfg.timing.confidence, "min_gain": cfg.search.greedy.min_gain}
+
+
 def _body(args, cfg) -> None:
     r, figures = args.reports, args.reports / "figures"
     x = _read_inputs(r)  # all of them first: a bad input leaves the previous outputs untouched
@@ -54,14 +65,15 @@ def _body(args, cfg) -> None:
     bc_curves(x["bc_stats"]["history"], figures / "bc_curves.png")
     if x["grpo_curves"] is not None:
         grpo_curves(x["grpo_curves"], figures / "grpo_curves.png")
-    triton = x["measure_triton_results"]
-    if triton is not None:
-        triton_bars(triton["kernels"], x["triton_search"], figures / "triton_results.png")
-    metrics = summary_metrics(table, x["bc_stats"], x["predictions"], x["baseline"], triton, x["confirm"])
+    triton, search = x["measure_triton_results"], x["triton_search"]
+    if (triton or {}).get("tiers") or (search or {}).get("tiers"):
+        triton_bars(triton, search, figures / "triton_results.png")
+    metrics = summary_metrics(table, x["bc_stats"], x["predictions"], x["baseline"], triton, x["confirm"],
+                              search, x["aa"])
     write_json(r / "metrics.json", metrics, indent=1, sort_keys=True)
     partial = bool((x["random_results"] or {}).get("provenance", {}).get("partial", False))
-    (r / "README.md").write_text(render_readme(metrics, table, x["baseline"], partial, x["oracle"],
-                                               x["triton_search"]))
+    (r / "README.md").write_text(render_readme(metrics, table, x["baseline"], partial, x["oracle"], search,
+                                               _verdicts(x, cfg)))
     print(f"report: {json.dumps(metrics)}")
 
 

@@ -1,56 +1,79 @@
-"""Stage `search_triton`: greedy and a seeded random search on the 33 Triton kernels (their atlas is too
-large to enumerate: the references the policy's Triton results are compared with).
+"""Stage `search_triton`: greedy search in wall time on the Triton suite's tiers (the references the policy's
+Triton results are compared with).
 
     python -m chronos.stages.search_triton --params params.yaml --kernels data/kernels \
         --store data/store/measurements.sqlite --out reports/triton_search.json [--backend gpu|replay|auto]
 
-Reads `search.triton` (families, random_budget, seed), `search.greedy` (max_steps, min_gain) and `measure`.
-A kernel that fails (a miss on replay, say) is recorded with its error and the run goes on.
+Reads `search.triton.families` (one tier per family: triton = the 33 small kernels, triton_llm = the same
+families at LLM sizes), `search.greedy` (max_steps, min_gain), `timing` and `measure`. Every greedy step is
+one side-by-side comparison (chronos.search.timed); a kernel that fails (a miss on replay, say) is recorded
+with its error and the run goes on.
 """
 
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
-from chronos.config import RandomSearchConfig
-from chronos.search.runs import search_kernels, search_summary
-from chronos.stages.common import run_stage, search_provenance, write_json
+from chronos.errors import ChronosError
+from chronos.kernels.spec import load_module
+from chronos.optimize_time import geomean
+from chronos.progress import progress
+from chronos.search.runs import kernels_of
+from chronos.search.timed import TimedEvaluator, greedy_in_time
+from chronos.stages.common import command_line, run_stage, write_json
 from chronos.stages.measuring import add_backend_arguments, open_backend
 
 
 def _arguments(ap) -> None:
     ap.add_argument("--kernels", type=Path, default=Path("data/kernels"))
     ap.add_argument("--out", type=Path, default=Path("reports/triton_search.json"))
-    add_backend_arguments(ap, retry_invalid=True)
+    add_backend_arguments(ap)
     ap.add_argument("--only", help="regex on kernel names")
 
 
+def tier_summary(rows: list[dict]) -> dict:
+    """Greedy's best set per kernel against the baseline, side by side in its last comparison."""
+    done = [r for r in rows if "best" in r]
+    speed = [1.0 / r["best"]["ratio"] if r["best"].get("actions") else 1.0 for r in done]
+    cands = [c for r in done for s in r["trace"] for c in s["candidates"]]
+    return {"kernels": len(rows), "measured": len(done), "failed": len(rows) - len(done),
+            "faster": sum(bool(r["best"]["actions"]) for r in done),
+            "slower": sum(bool(r["best"]["actions"]) and r["best"]["verdict"] == "slower" for r in done),
+            "wrong": sum(c.get("verdict") == "invalid:wrong_output" for c in cands),
+            "time_geomean": geomean(speed), "comparisons": sum(r["comparisons"] for r in done)}
+
+
 def _body(args, cfg) -> int:
-    tcfg, gcfg = cfg.search.triton, cfg.search.greedy
-    strategies = {"greedy": gcfg, "random": RandomSearchConfig(
-        families=tcfg.families, budget=tcfg.random_budget, seed=tcfg.seed, max_steps=gcfg.max_steps)}
-    rows: dict[str, list[dict]] = {"greedy": [], "random": []}
+    gcfg, timing = cfg.search.greedy, cfg.timing
+    tiers: dict[str, list[dict]] = {f: [] for f in cfg.search.triton.families}
     backend = open_backend(args, cfg)
     try:
-        for run in search_kernels(strategies, args.kernels, tcfg.families, backend, args.only):
-            print(run.line(), flush=True)
-            if run.result is None:
-                rows[run.strategy].append({"kernel": run.spec.kernel, "family": run.family,
-                                           "error": run.error})
+        selected = list(kernels_of(args.kernels, cfg.search.triton.families, args.only))
+        for family, specs_json, spec in progress(selected, desc="greedy in time", unit="kernel"):
+            t0 = time.perf_counter()
+            try:
+                ev = TimedEvaluator(spec, load_module(specs_json, spec), backend, timing, gcfg.min_gain)
+                row = greedy_in_time(ev, gcfg).to_json()
+            except ChronosError as e:
+                tiers[family].append({"kernel": spec.kernel, "error": " ".join(str(e).split())[:400]})
+                print(f"search_triton: {spec.kernel}: FAILED: {tiers[family][-1]['error'][:200]}", flush=True)
                 continue
-            rows[run.strategy].append({**run.result.to_json(), "family": run.family,
-                                       "sequence": list(run.result.best.actions)})
-        prov = search_provenance(backend.provenance(), rows["greedy"] + rows["random"],
-                                                            args.argv, "search_triton")
+            tiers[family].append(row)
+            b = row["best"]
+            print(f"search_triton: {spec.kernel:44s} {'+'.join(b['actions']) or '-':40s} "
+                  f"ratio {b.get('ratio', 1.0):.4f} {b['verdict']} [{row['comparisons']} comparisons, "
+                  f"{time.perf_counter() - t0:.1f} s]", flush=True)
+        prov = {**backend.provenance(), "command": command_line("search_triton", args.argv)}
     finally:
         backend.close()
-    params = {"families": list(tcfg.families), "random_budget": tcfg.random_budget, "seed": tcfg.seed}
-    out = {"provenance": prov, "params": params,
-           "summary": {s: search_summary(r) for s, r in rows.items()},
-               "greedy": rows["greedy"], "random": rows["random"]}
+    out = {"provenance": prov,
+           "params": {"families": list(cfg.search.triton.families), "max_steps": gcfg.max_steps,
+                      "min_gain": gcfg.min_gain, "timing": timing.to_json()},
+           "tiers": {f: {"summary": tier_summary(rows), "kernels": rows} for f, rows in tiers.items()}}
     write_json(args.out, out)
-    print(f"search_triton: {out['summary']}")
+    print(f"search_triton: { {f: t['summary'] for f, t in out['tiers'].items()} }")
     return 0
 
 

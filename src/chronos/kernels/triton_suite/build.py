@@ -65,9 +65,11 @@ def _check_type(case: Case, a: Buf | Scalar, ptype: str, is_ptr: bool) -> None:
                         f"does not fit arg {a.name}")
 
 
-def make_spec(case: Case, ptx: str, signature: dict[str, str], div16: set[str], shared: int) -> KernelSpec:
+def make_spec(case: Case, ptx: str, signature: dict[str, str], div16: set[str], shared: int,
+              family: str = "triton") -> KernelSpec:
     # `signature` is ordered like the kernel's parameters (the JIT's and ASTSource's both are).
-    """The KernelSpec of `case` compiled to `ptx` under the given JIT signature/divisibility."""
+    """The KernelSpec of `case` compiled to `ptx` under the given JIT signature/divisibility; `family` names
+    the tier's folder under data/kernels ("triton", "triton_llm", "probes")."""
     from chronos.ptx import parse
 
     entry = parse(ptx, file=f"{case.name}.ptx").entry()
@@ -101,7 +103,7 @@ def make_spec(case: Case, ptx: str, signature: dict[str, str], div16: set[str], 
     notes = (f"{case.desc}. Params: {', '.join(names)} + global/profile scratch (null)."
              + (f" Specialised away (== 1): {', '.join(dropped)}." if dropped else "")
              + (f" Tags: {', '.join(case.tags)}." if case.tags else ""))
-    spec = KernelSpec(kernel=case.name, family="triton", entry=entry.name, ptx=f"{case.name}.ptx",
+    spec = KernelSpec(kernel=case.name, family=family, entry=entry.name, ptx=f"{case.name}.ptx",
                       grid=tuple(case.grid), block=(threads, 1, 1), args=tuple(args),
                       shared_bytes=int(shared), alignment=align, arch=ARCH, notes=notes)
     return spec.validate()

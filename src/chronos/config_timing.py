@@ -1,0 +1,71 @@
+"""The `timing:` block of params.yaml: how contenders are timed side by side (chronos.measure.timing) and how
+their verdicts are drawn (chronos.measure.verdicts). Its own module only to keep config.py short; config.load
+builds it like every other block.
+
+Wall time is the objective of every multi-thread kernel. The seed's %clock64 cycles stay for its 1-thread
+gemm_tile family only (MeasureConfig), so nothing here enters MeasureConfig's hash and the seed's store keys
+do not move.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+
+
+def _check(ok: bool, key: str, why: str) -> None:
+    from chronos.errors import ConfigError
+
+    if not ok:
+        raise ConfigError(f"{key}: {why}")
+
+
+@dataclass(frozen=True)
+class TimingConfig:
+    """Side-by-side timing of one decision's contenders (a greedy step, an optimize call, an A/A test).
+
+    Attributes:
+        rounds: interleaved rounds; each visits every contender once, in a seeded shuffled order, on one
+            allocation. Verdicts bootstrap over rounds, so they need enough of them.
+        reps: single-launch event samples per contender per round (their median is the round's value).
+        l2: cold (L2 flushed before each timed launch, inside the graph too) | warm (back to back).
+        spin_us: a %globaltimer spin kernel this long runs before every start event, so the host's
+            enqueueing of start, launch and end is hidden behind it: host delays never enter an interval.
+        graph_launches: launches per CUDA graph for the per-launch (graph) time of short kernels.
+        graph_reps: graph samples per contender per round.
+        graph_below_us: kernels whose baseline single-launch median is below this are judged on the graph's
+            per-launch time (a sub-µs body is otherwise buried under ~2-4 µs of launch overhead, which is the
+            same for every contender and dilutes every ratio towards 1); longer ones on single launches.
+        confidence: two-sided level of the bootstrap interval of a contender's time ratio to its baseline.
+        resamples: bootstrap resamples (seeded: a verdict replays identically from the stored samples).
+    """
+
+    rounds: int = 15
+    reps: int = 5
+    l2: str = "cold"
+    spin_us: float = 30.0
+    graph_launches: int = 20
+    graph_reps: int = 2
+    graph_below_us: float = 20.0
+    confidence: float = 0.99
+    resamples: int = 4000
+
+    def __post_init__(self) -> None:
+        _check(self.rounds >= 5, "timing.rounds", f"must be >= 5 (the bootstrap needs rounds), got {self.rounds}")
+        _check(self.reps >= 1, "timing.reps", f"must be >= 1, got {self.reps}")
+        _check(self.l2 in ("cold", "warm"), "timing.l2", f"must be cold or warm, got {self.l2!r}")
+        _check(self.spin_us >= 0, "timing.spin_us", f"must be >= 0, got {self.spin_us}")
+        _check(self.graph_launches >= 1, "timing.graph_launches", f"must be >= 1, got {self.graph_launches}")
+        _check(self.graph_reps >= 1, "timing.graph_reps", f"must be >= 1, got {self.graph_reps}")
+        _check(0.5 < self.confidence < 1, "timing.confidence", f"must be in (0.5, 1), got {self.confidence}")
+        _check(self.resamples >= 200, "timing.resamples", f"must be >= 200, got {self.resamples}")
+
+    def timing_hash(self, measure_hash: str) -> str:
+        """Keys stored comparisons: these knobs and the measure block's hash (draws, seed, flush, arch)."""
+        blob = json.dumps({"timing": asdict(self), "measure": measure_hash}, sort_keys=True,
+                          separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def to_json(self) -> dict:
+        return asdict(self)

@@ -1,0 +1,120 @@
+"""`compare`: one decision's contenders measured side by side (GPU) or replayed from the store.
+
+    comparison = backend.compare(spec, [baseline, challenger, ...], timing)
+
+variants[0] must be the baseline: its cubin is the verification reference and it is timed again as
+contender 0 in the same rounds. On the GPU the contenders are compiled on the ptxas pool, sent to one worker
+as one job (chronos.measure.timing.compare) and the answer is stored, keyed by the contenders' PTX hashes in
+order and the timing config; a stored comparison is not measured again (runs resume). A fault in a worker
+loses the job, not the run: each challenger is then tried alone beside the baseline, the ones that fault are
+marked `fault:<CUDA error>` and the rest are compared again together.
+"""
+
+from __future__ import annotations
+
+import base64
+
+from chronos.config_timing import TimingConfig
+from chronos.errors import ComparisonMissError, MeasureError, PtxasError
+from chronos.kernels.spec import KernelSpec
+from chronos.measure.comparison import Comparison, Contender, contenders_key
+from chronos.variant import Variant
+
+
+def _labels(variants: list[Variant]) -> list[str]:
+    return ["+".join(v.actions) or "baseline" for v in variants]
+
+
+def _check(spec: KernelSpec, variants: list[Variant]) -> None:
+    if not variants or variants[0].actions:
+        raise MeasureError(f"{spec.kernel}: a comparison's first contender must be the baseline (no actions)")
+
+
+def replay_compare(backend, spec: KernelSpec, variants: list[Variant], timing: TimingConfig) -> Comparison:
+    _check(spec, variants)
+    th = timing.timing_hash(backend.config.config_hash())
+    key = contenders_key([v.ptx_sha256 for v in variants])
+    hit = backend.store.latest_comparison(spec.kernel, key, th, gpu=backend.gpu)
+    if hit is None:
+        raise ComparisonMissError(spec.kernel, _labels(variants), key, th, backend.path)
+    return Comparison.from_json({**hit[0], "provenance": hit[1]})
+
+
+def gpu_compare(backend, spec: KernelSpec, variants: list[Variant], timing: TimingConfig) -> Comparison:
+    from chronos.measure.backend import compile_variant
+
+    _check(spec, variants)
+    cfg = backend.config
+    th = timing.timing_hash(cfg.config_hash())
+    key = contenders_key([v.ptx_sha256 for v in variants])
+    prov = backend.provenance()
+    hit = backend.store.latest_comparison(spec.kernel, key, th, gpu=prov["gpu"])
+    if hit is not None:
+        return Comparison.from_json({**hit[0], "provenance": hit[1]})
+    futs = {}
+    for v in variants:  # copies of one PTX (the A/A test) compile once
+        if v.ptx_sha256 not in futs:
+            futs[v.ptx_sha256] = backend.executor.submit(compile_variant, v.ptx, spec, cfg.arch, backend.ptxas,
+                                                         False)
+    cs, compiled = [], {}
+    for i, v in enumerate(variants):
+        c = Contender(tuple(v.actions), v.ptx_sha256, False)
+        try:
+            comp = compiled[i] = futs[v.ptx_sha256].result()
+            c.cubin_sha256, c.registers, c.spills = comp.sha, comp.registers, comp.spills
+        except PtxasError as e:
+            c.reason, c.log = "ptxas_error", f"{e}\n{e.log}"[:4000]
+        cs.append(c)
+    if 0 not in compiled:
+        for c in cs:
+            c.reason = c.reason or "baseline_ptxas_error"
+        cmp = Comparison(spec.kernel, cs)
+    else:
+        cmp = _measure(backend, spec, timing, cs, compiled)
+    body = cmp.to_json()
+    body.pop("provenance")
+    created = backend.store.insert_comparison(spec.kernel, key, th, prov, body)
+    cmp.provenance = {**prov, "created_at": created}
+    return cmp
+
+
+def _b64(c) -> list:
+    return [c.sha, base64.b64encode(c.cubin).decode()]
+
+
+def _job(backend, spec, timing, base, comps: list) -> dict:
+    """One worker answer for `comps` beside `base` (a fault or dead worker gives an answer without
+    `contenders`)."""
+    answers = []
+    job = {"id": "0", "op": "compare", "spec": spec.to_json(), "config": backend.config.to_json(),
+           "timing": timing.to_json(), "baseline": _b64(base), "contenders": [_b64(c) for c in comps]}
+    budget = backend.config.watchdog_s * max(2, len(comps))
+    backend.pool.run([job], lambda _job, ans: answers.append(ans), timeout_of=lambda _job: budget)
+    return answers[0] if answers else {"reason": "worker_error", "log": "no answer"}
+
+
+def _fill(cs: list[Contender], idx: list[int], ans: dict) -> None:
+    for i, a in zip(idx, ans["contenders"], strict=True):
+        c = cs[i]
+        c.valid, c.reason, c.log = bool(a["valid"]), a.get("reason", ""), a.get("log", "")
+        c.event_ms, c.graph_ms = a.get("event_ms"), a.get("graph_ms")
+
+
+def _measure(backend, spec, timing, cs: list[Contender], compiled: dict) -> Comparison:
+    idx = sorted(compiled)
+    base = compiled[0]
+    ans = _job(backend, spec, timing, base, [compiled[i] for i in idx])
+    if "contenders" not in ans and len(idx) > 2:  # isolate the contenders that fault, keep the others
+        for i in idx[1:]:
+            alone = _job(backend, spec, timing, base, [base, compiled[i]])
+            if "contenders" not in alone:
+                cs[i].reason, cs[i].log = alone.get("reason", "worker_error"), alone.get("log", "")[:4000]
+        idx = [i for i in idx if not cs[i].reason]
+        ans = _job(backend, spec, timing, base, [compiled[i] for i in idx])
+    if "contenders" not in ans:
+        for i in idx:
+            cs[i].reason, cs[i].log = ans.get("reason", "worker_error"), ans.get("log", "")[:4000]
+        return Comparison(spec.kernel, cs)
+    _fill(cs, idx, ans)
+    return Comparison(spec.kernel, cs, ans.get("primary", "event"), ans.get("probe_ms"),
+                      ans.get("flush_graph_ms"))
