@@ -40,6 +40,7 @@ rule all:
         "reports/triton_search.json",
         "reports/measure_triton_results.json",
         "reports/confirm.json",
+        "reports/aa.json",
         "reports/predictions.json",
         "reports/baseline.json",
         GREEDY_PARTS,

@@ -14,6 +14,7 @@ ratio of run b minus the ratio of run a; the gate is |difference| <= 1% for all 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import tempfile
 from pathlib import Path
@@ -41,8 +42,10 @@ def pick(search: dict, n: int) -> list[tuple[str, str, tuple[str, ...]]]:
     return [(f, k, s) for _, f, k, s in (faster + sorted(rest))[:n]]
 
 
-def measure(search_path: Path, kernels: Path, n: int) -> dict:
+def measure(search_path: Path, kernels: Path, n: int, rounds: int | None = None) -> dict:
     cfg = load(Path("params.yaml"))
+    if rounds:  # an ablation: the same protocol with more rounds (narrower intervals)
+        cfg = dataclasses.replace(cfg, timing=dataclasses.replace(cfg.timing, rounds=rounds))
     chosen = pick(json.loads(search_path.read_text()), n)
     out = {}
     with tempfile.TemporaryDirectory() as tmp, GpuBackend(Path(tmp) / "scratch.sqlite", cfg.measure) as b:
@@ -51,12 +54,13 @@ def measure(search_path: Path, kernels: Path, n: int) -> dict:
                 ev = TimedEvaluator(spec, load_module(sj, spec), b, cfg.timing, cfg.search.greedy.min_gain)
                 cmp, idx = ev.compare([best])
                 est = cmp.estimate(idx[0], cfg.timing)
-                out[kernel] = {"family": family, "set": list(best), "ratio": est.ratio, "ci": [est.low, est.high],
+                out[kernel] = {"family": family, "set": list(best), "ratio": est.ratio,
+                               "ci": [est.low, est.high],
                                "verdict": cmp.verdict(idx[0], cfg.timing, cfg.search.greedy.min_gain),
                                "primary": cmp.primary, "baseline_ms": cmp.time_ms(0)[0],
                                "measured_at": cmp.provenance.get("created_at")}
                 print(kernel, json.dumps(out[kernel]), flush=True)
-        out["_provenance"] = b.provenance()
+        out["_provenance"] = {**b.provenance(), "timing": cfg.timing.to_json()}
     return out
 
 
@@ -64,7 +68,8 @@ def compare(a: dict, b: dict) -> dict:
     rows = {k: {"a": a[k]["ratio"], "b": b[k]["ratio"], "diff": b[k]["ratio"] - a[k]["ratio"]}
             for k in a if not k.startswith("_") and k in b}
     worst = max((abs(r["diff"]) for r in rows.values()), default=None)
-    return {"kernels": rows, "max_abs_diff": worst, "within_1pct": sum(abs(r["diff"]) <= 0.01 for r in rows.values())}
+    within = sum(abs(r["diff"]) <= 0.01 for r in rows.values())
+    return {"kernels": rows, "max_abs_diff": worst, "within_1pct": within}
 
 
 def main() -> int:
@@ -74,14 +79,16 @@ def main() -> int:
     ap.add_argument("-n", type=int, default=10)
     ap.add_argument("--json", type=Path)
     ap.add_argument("--compare", nargs=2, type=Path)
+    ap.add_argument("--rounds", type=int, help="timing.rounds for this run (default: params.yaml)")
     a = ap.parse_args()
     if a.compare:
         res = compare(*(json.loads(p.read_text()) for p in a.compare))
         for k, r in res["kernels"].items():
             print(f"{k:44s} {r['a']:.4f} {r['b']:.4f} {100 * r['diff']:+.2f}%")
-        print(f"max |diff| {100 * res['max_abs_diff']:.2f}%, {res['within_1pct']} of {len(res['kernels'])} within 1%")
+        print(f"max |diff| {100 * res['max_abs_diff']:.2f}%, "
+              f"{res['within_1pct']} of {len(res['kernels'])} within 1%")
     else:
-        res = measure(a.search, a.kernels, a.n)
+        res = measure(a.search, a.kernels, a.n, a.rounds)
     if a.json:
         a.json.write_text(json.dumps(res, indent=1))
     return 0

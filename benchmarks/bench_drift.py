@@ -41,8 +41,10 @@ DEFAULT = ("silu_mul_f16_n4096|gelu_erf|rowmax_f32|softmax_r32_c128|layernorm_f1
 
 def _smi() -> str:
     try:
-        return subprocess.run(["nvidia-smi", "--query-gpu=index,clocks.sm,clocks.mem,temperature.gpu,power.draw",
-                               "--format=csv,noheader"], capture_output=True, text=True, timeout=20).stdout.strip()
+        query = "--query-gpu=index,clocks.sm,clocks.mem,temperature.gpu,power.draw"
+        done = subprocess.run(["nvidia-smi", query, "--format=csv,noheader"], capture_output=True,
+                              check=False, text=True, timeout=20)
+        return done.stdout.strip()
     except (OSError, subprocess.SubprocessError) as e:
         return f"nvidia-smi: {e}"
 
@@ -64,7 +66,8 @@ def _measure(runner, timer, kernels, reps: int) -> dict:
 def _hogs(ptx: str, n: int) -> list[subprocess.Popen]:
     """n shell loops that run ptxas on `ptx` over and over (a compile pool beside the worker)."""
     ptxas = str(find_ptxas())
-    return [subprocess.Popen(["bash", "-c", f"while true; do {ptxas} -arch=sm_90a -O3 {ptx} -o /dev/null; done"],
+    loop = f"while true; do {ptxas} -arch=sm_90a -O3 {ptx} -o /dev/null; done"
+    return [subprocess.Popen(["bash", "-c", loop],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(n)]
 
 
@@ -106,8 +109,10 @@ def main() -> int:
 
     def condition(name: str) -> None:
         t0 = time.perf_counter()
-        report["conditions"][name] = {"smi_before": _smi(), "kernels": _measure(runner, timer, kernels, a.reps),
-                                      "smi_after": _smi(), "seconds": time.perf_counter() - t0}
+        before = _smi()
+        measured = _measure(runner, timer, kernels, a.reps)
+        report["conditions"][name] = {"smi_before": before, "kernels": measured, "smi_after": _smi(),
+                                      "seconds": time.perf_counter() - t0}
         print(name, json.dumps(report["conditions"][name])[:2000], flush=True)
 
     condition("fresh")

@@ -35,24 +35,8 @@ from pathlib import Path
 from chronos.config import MeasureConfig
 from chronos.kernels.spec import load_specs, ptx_path
 from chronos.measure.runner import GpuRunner
+from chronos.measure.timing import SPIN_PTX
 
-SPIN_PTX = """.version 8.0
-.target sm_90
-.address_size 64
-.visible .entry chronos_spin(.param .u64 chronos_spin_ns)
-{
-    .reg .pred %p<2>;
-    .reg .b64 %rd<5>;
-    ld.param.u64 %rd1, [chronos_spin_ns];
-    mov.u64 %rd2, %globaltimer;
-$L_spin:
-    mov.u64 %rd3, %globaltimer;
-    sub.s64 %rd4, %rd3, %rd2;
-    setp.lt.u64 %p1, %rd4, %rd1;
-    @%p1 bra $L_spin;
-    ret;
-}
-"""
 SPECS = "data/kernels/{family}/specs.json"
 
 

@@ -1,4 +1,5 @@
-"""The optimize path (chronos.optimize) on the first N Triton kernels, measured on the GPU (device check).
+"""The optimize path in wall time (chronos.optimize_time) on the first N Triton kernels, on the GPU
+(a device check).
 
     python scripts/gpu_check_optimize.py --store /tmp/scratch.sqlite --n 2 --beam 4
 """
@@ -9,7 +10,7 @@ import argparse
 
 from chronos.config import load
 from chronos.kernels.spec import load_module, load_specs
-from chronos.optimize import optimize
+from chronos.optimize_time import optimize_time
 from chronos.rl.checkpoint import load_model
 from chronos.search.atlas_replay import backend_with_atlas
 
@@ -26,10 +27,12 @@ def main() -> None:
     policy = load_model("models/checkpoint_best.pt")
     with backend_with_atlas("gpu", args.store, cfg.measure) as backend:
         for spec in load_specs(SPECS)[:args.n]:
-            res = optimize(spec, load_module(SPECS, spec), backend, policy, max_steps=cfg.predict.max_steps,
-                           min_gain=cfg.search.greedy.min_gain, beam=args.beam)
+            res = optimize_time(spec, load_module(SPECS, spec), backend, policy,
+                                max_steps=cfg.predict.max_steps, min_gain=cfg.search.greedy.min_gain,
+                                beam=args.beam, timing=cfg.timing)
             row = res.to_json()
-            print(spec.kernel, res.verdict, res.chosen, row["optimize"], row.get("optimize_beam"), flush=True)
+            print(spec.kernel, row["verdict"], row.get("returned"), row.get("speedup_time"),
+                  row.get("speedup_ci"), flush=True)
 
 
 if __name__ == "__main__":  # the compile pool spawns processes that re-import this module

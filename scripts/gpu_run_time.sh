@@ -4,7 +4,8 @@
 #   aa        stage aa on the GPU (the A/A test) into data/store/measurements.sqlite
 #   search    stage search_triton (greedy in wall time, both tiers)
 #   evaluate  stage evaluate (the policy through the optimize path in time, both tiers, probes)
-#   cross     benchmarks/bench_cross_run.py (10 kernels' best vs baseline, fresh scratch store) -> cross_$TAG.json
+#   cross     benchmarks/bench_cross_run.py (10 kernels' best vs baseline, fresh scratch store; CROSS_ROUNDS
+#             overrides timing.rounds) -> cross_$TAG.json
 #   drift     benchmarks/bench_drift.py -> drift_$TAG.json
 #   gputests  the GPU tests (pytest -m gpu) of measure and search
 # The store, the reports and the built tiers come back in one $OUT/result_$TAG.tgz (the device returns a
@@ -42,7 +43,8 @@ for s in ${STEPS:-}; do
       save_store ;;
     cross)
       step cross
-      timeout 200 python3 benchmarks/bench_cross_run.py --json "$OUT/cross_$TAG.json" > "$OUT/cross_$TAG.log" 2>&1
+      timeout 200 python3 benchmarks/bench_cross_run.py ${CROSS_ROUNDS:+--rounds $CROSS_ROUNDS} \
+        --json "$OUT/cross_$TAG.json" > "$OUT/cross_$TAG.log" 2>&1
       echo "cross: exit $?" | tee -a "$OUT/summary_$TAG.txt"; tail -3 "$OUT/cross_$TAG.log" ;;
     drift)
       step drift
@@ -50,7 +52,8 @@ for s in ${STEPS:-}; do
       echo "drift: exit $?" | tee -a "$OUT/summary_$TAG.txt"; tail -3 "$OUT/drift_$TAG.log" ;;
     gputests)
       step gputests
-      timeout 300 python3 -m pytest -q -p no:cacheprovider -m gpu tests/measure tests/search > "$OUT/gputests_$TAG.log" 2>&1
+      timeout 300 python3 -m pytest -q -p no:cacheprovider -m gpu tests/measure tests/search \
+        > "$OUT/gputests_$TAG.log" 2>&1
       echo "gputests: exit $?" | tee -a "$OUT/summary_$TAG.txt"; tail -3 "$OUT/gputests_$TAG.log" ;;
   esac
 done

@@ -10,6 +10,8 @@ import pytest
 import yaml
 
 from chronos import config
+from chronos.config import load
+from chronos.config_timing import TimingConfig
 from chronos.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -108,3 +110,20 @@ def test_measure_config_hash_is_unchanged_by_operational_keys():
     base = config.MeasureConfig()
     assert config.MeasureConfig(backend="replay", gpus=4, watchdog_s=5).config_hash() == base.config_hash()
     assert config.MeasureConfig(reps=7).config_hash() != base.config_hash()
+
+
+def test_a_key_given_twice_is_rejected_not_silently_overridden(tmp_path):
+    p = tmp_path / "params.yaml"
+    p.write_text("timing:\n  rounds: 15\ntiming:\n  rounds: 30\n")
+    with pytest.raises(ConfigError, match="duplicate key 'timing'"):
+        load(p)
+    p.write_text("timing:\n  rounds: 15\n  rounds: 30\n")
+    with pytest.raises(ConfigError, match="duplicate key 'rounds'"):
+        load(p)
+
+
+def test_timing_block_is_checked():
+    with pytest.raises(ConfigError, match="timing.l2"):
+        TimingConfig(l2="lukewarm")
+    with pytest.raises(ConfigError, match="timing.rounds"):
+        TimingConfig(rounds=2)

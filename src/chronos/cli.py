@@ -1,4 +1,4 @@
-"""The `chronos` command: environment check, PTX round-trip and re-emission.
+"""The `chronos` command: environment check, PTX round-trip and re-emission, the optimize path for a file.
 
 Every expected failure is a ChronosError; it is printed as one line on stderr with exit status 2, never
 as a traceback.
@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from chronos import optimize_cli
 from chronos.errors import ChronosError
 
 EXIT_OK, EXIT_DIFFER, EXIT_ERROR = 0, 1, 2
@@ -91,6 +92,10 @@ def build_parser() -> argparse.ArgumentParser:
     e = sub.add_parser("emit", help="print emit(parse(FILE))")
     e.add_argument("file", metavar="FILE")
     e.set_defaults(func=cmd_emit)
+    o = sub.add_parser("optimize", help="the optimize path for one PTX file and its launch spec "
+                                        "(measured on a GPU, or replayed from a store)")
+    optimize_cli.add_arguments(o)
+    o.set_defaults(func=optimize_cli.run)
     return p
 
 

@@ -369,11 +369,25 @@ def build(cls, block, where: str = ""):
         raise ConfigError(str(e) if str(e).startswith(prefix) or not where else f"{prefix}{e}") from None
 
 
+class _StrictLoader(yaml.SafeLoader):
+    """safe_load, except that a key given twice in one mapping is an error (YAML keeps the last silently)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}",
+                                                        key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
 def load(path: str | Path = "params.yaml") -> Config:
     """params.yaml → Config. The only yaml load of the project's configuration."""
     path = Path(path)
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = yaml.load(path.read_text(), Loader=_StrictLoader)
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such params file") from None
     except yaml.YAMLError as e:

@@ -52,7 +52,8 @@ class TimingConfig:
     resamples: int = 4000
 
     def __post_init__(self) -> None:
-        _check(self.rounds >= 5, "timing.rounds", f"must be >= 5 (the bootstrap needs rounds), got {self.rounds}")
+        _check(self.rounds >= 5, "timing.rounds",
+               f"must be >= 5 (the bootstrap resamples rounds), got {self.rounds}")
         _check(self.reps >= 1, "timing.reps", f"must be >= 1, got {self.reps}")
         _check(self.l2 in ("cold", "warm"), "timing.l2", f"must be cold or warm, got {self.l2!r}")
         _check(self.spin_us >= 0, "timing.spin_us", f"must be >= 0, got {self.spin_us}")

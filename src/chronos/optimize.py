@@ -1,4 +1,6 @@
-"""The product's optimize path: predict → candidates → measure → verify → choose, for one kernel.
+"""The seed's optimize path in %clock64 cycles, for its gemm_tile kernels: predict → candidates →
+measure → verify → choose. Every other kernel goes through chronos.optimize_time (wall time, side by
+side, confidence intervals); this path refuses one.
 
     result = optimize(spec, module, backend, policy, max_steps=6, min_gain=0.005, beam=8)
     result.chosen, result.ptx   # the actions and PTX to ship: a verified, clearly faster variant
@@ -18,7 +20,7 @@ from dataclasses import dataclass, field
 
 from chronos.config import EnvConfig
 from chronos.errors import ChronosError
-from chronos.kernels.spec import KernelSpec
+from chronos.kernels.spec import KernelSpec, judged_in_cycles
 from chronos.ptx import emit
 from chronos.rl.decode import KernelSpace, beam_decode, greedy_decode
 from chronos.search.base import Evaluator, Outcome, clearly_faster
@@ -156,6 +158,9 @@ def optimize(spec: KernelSpec, module, backend, policy, *, max_steps: int, min_g
              ptxas_legality: bool = EnvConfig.ptxas_legality) -> OptimizeResult:
     """Run the optimize path on one kernel (`module`: its parsed PTX). Never raises for a measurement the
     backend cannot give: the result says `unmeasured` and returns the baseline."""
+    if not judged_in_cycles(spec):  # an instrumented twin's cycles are no speedup for a real kernel
+        raise ChronosError(f"{spec.kernel}: %clock64 cycles are the seed's metric for its gemm_tile kernels; "
+                           "every other kernel is judged in wall time: use chronos.optimize_time")
     space = KernelSpace(module, ptxas_legality)
     ev = Evaluator(spec, module, backend)
     decoded = greedy_decode([space], policy, max_steps)[0]

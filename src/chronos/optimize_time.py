@@ -7,25 +7,26 @@ one side-by-side comparison → verify → choose.
                                 # confidence interval below 1 - min_gain, or the baseline itself
 
 The policy's greedy decoding and (beam > 1) its `beam` most probable distinct sets are measured together with
-the baseline in one run (backend.compare), so every verdict is a ratio measured side by side with its baseline,
-with a bootstrap interval (chronos.measure.verdicts). The fastest `faster` candidate is returned; a candidate
-judged `no_difference` or `slower` never is, so the path never ships a slower or unverified kernel. The
-%clock64 cycle path (chronos.optimize) stays for the seed's 1-thread gemm_tile kernels only.
+the baseline in one run (backend.compare), so every verdict is a ratio measured side by side with its
+baseline, with a bootstrap interval (chronos.measure.verdicts). The fastest `faster` candidate is returned;
+a candidate judged `no_difference` or `slower` never is, so the path never ships a slower or unverified
+kernel. The %clock64 cycle path (chronos.optimize) stays for the seed's 1-thread gemm_tile kernels only.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from chronos.config import EnvConfig
 from chronos.config_timing import TimingConfig
 from chronos.errors import ChronosError
 from chronos.kernels.spec import KernelSpec
-from chronos.measure.verdicts import FASTER, SLOWER
+from chronos.measure.verdicts import FASTER, SLOWER, geomean
 from chronos.ptx import emit
 from chronos.rl.decode import KernelSpace, beam_decode, greedy_decode
 from chronos.search.timed import TimedEvaluator, time_row
+
+_TIMING = TimingConfig()  # frozen: a shareable default
 
 
 @dataclass
@@ -56,12 +57,13 @@ class TimeOptimizeResult:
         if best is None:
             row.update(speedup_time=1.0, speedup_ci=[1.0, 1.0])
         else:
-            row.update(speedup_time=1.0 / best["ratio"], speedup_ci=[1.0 / best["ci"][1], 1.0 / best["ci"][0]])
+            lo, hi = best["ci"]
+            row.update(speedup_time=1.0 / best["ratio"], speedup_ci=[1.0 / hi, 1.0 / lo])
         return row
 
 
 def optimize_time(spec: KernelSpec, module, backend, policy, *, max_steps: int, min_gain: float,
-                  beam: int = 1, timing: TimingConfig = TimingConfig(),
+                  beam: int = 1, timing: TimingConfig = _TIMING,
                   ptxas_legality: bool = EnvConfig.ptxas_legality) -> TimeOptimizeResult:
     """The optimize path on one kernel (`module`: its parsed PTX). A comparison the backend cannot give (a
     replay miss) makes the result `unmeasured`, returning the baseline; it never raises for that."""
@@ -98,11 +100,6 @@ def _row(cmp, i: int | None, key: tuple, timing: TimingConfig, min_gain: float) 
     if i == 0:  # the empty set (stop first): the baseline itself, never a speedup
         return {**time_row(cmp, 0, timing, min_gain), "actions": list(key), "verdict": "stop_first"}
     return time_row(cmp, i, timing, min_gain)
-
-
-def geomean(vals: list) -> float | None:
-    vals = [v for v in vals if v]
-    return math.exp(sum(map(math.log, vals)) / len(vals)) if vals else None
 
 
 def summarize_time(rows: list[dict]) -> dict:

@@ -22,7 +22,7 @@ def main() -> None:
         if req.get("op") == "quit":
             return
         name = req.get("spec", {}).get("kernel", "")
-        how = next((m for m in ("hang", "die", "badline", "fault") if m in name), mode)
+        how = next((m for m in ("cmpfault", "hang", "die", "badline", "fault") if m in name), mode)
         if how == "hang":
             time.sleep(3600)
         elif how == "die":
@@ -34,6 +34,17 @@ def main() -> None:
                               "reason": "fault:CUDA_ERROR_MISALIGNED_ADDRESS", "log": "misaligned address",
                               "exit": True}), flush=True)
             os._exit(3)
+        elif req.get("op") == "compare":  # per round: 10 µs + a cubin-dependent offset, shared drift
+            rounds = req["timing"]["rounds"]
+            if how == "cmpfault" and len({c[0] for c in req["contenders"]}) >= 2:
+                print(json.dumps({"id": req["id"], "valid": False, "reason": "fault:CUDA_ERROR_LAUNCH_FAILED",
+                                  "log": "unspecified launch failure", "exit": True}), flush=True)
+                os._exit(3)
+            cs = [{"valid": True, "reason": "", "log": "", "graph_ms": None,
+                   "event_ms": [0.010 * (1 + int(c[0][:2], 16) / 2560) * (1 + 0.01 * (r % 3))
+                                for r in range(rounds)]} for c in req["contenders"]]
+            print(json.dumps({"id": req["id"], "valid": True, "reason": "", "log": "", "contenders": cs,
+                              "primary": "event", "probe_ms": 0.01, "flush_graph_ms": None}), flush=True)
         elif req.get("op") == "rounds":  # one answer per candidate, cycles from its cubin's hash
             res = [{"valid": True, "reason": "", "log": "",
                     "time_ms": {"median": 0.01, "iqr": 0.001, "n": 48},

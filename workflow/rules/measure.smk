@@ -13,6 +13,7 @@ rule baseline:
         "data/store/atlas.sqlite",
         "src/chronos/actions.py",
         "src/chronos/config.py",
+        "src/chronos/config_timing.py",
         "src/chronos/errors.py",
         "src/chronos/features.py",
         "src/chronos/kernels",
@@ -45,6 +46,7 @@ rule greedy_kernel:
         "data/store/atlas.sqlite",
         "src/chronos/actions.py",
         "src/chronos/config.py",
+        "src/chronos/config_timing.py",
         "src/chronos/errors.py",
         "src/chronos/features.py",
         "src/chronos/kernels",
@@ -82,6 +84,7 @@ rule greedy:
         GREEDY_PARTS,
         "src/chronos/actions.py",
         "src/chronos/config.py",
+        "src/chronos/config_timing.py",
         "src/chronos/errors.py",
         "src/chronos/features.py",
         "src/chronos/kernels",
@@ -112,6 +115,7 @@ rule atlas:
         "data/store/atlas.sqlite",
         "src/chronos/actions.py",
         "src/chronos/config.py",
+        "src/chronos/config_timing.py",
         "src/chronos/errors.py",
         "src/chronos/features.py",
         "src/chronos/kernels",
@@ -143,6 +147,7 @@ rule random_search:
         "reports/greedy_results.json",
         "src/chronos/actions.py",
         "src/chronos/config.py",
+        "src/chronos/config_timing.py",
         "src/chronos/errors.py",
         "src/chronos/features.py",
         "src/chronos/kernels",
@@ -171,10 +176,12 @@ rule random_search:
 rule search_triton:
     input:
         "data/kernels/triton",
+        "data/kernels/triton_llm",
         "data/store/measurements.sqlite",
         "data/store/atlas.sqlite",
         "src/chronos/actions.py",
         "src/chronos/config.py",
+        "src/chronos/config_timing.py",
         "src/chronos/errors.py",
         "src/chronos/features.py",
         "src/chronos/kernels",
@@ -193,10 +200,45 @@ rule search_triton:
     output:
         "reports/triton_search.json",
     params:
-        tracked=tracked_params("measure", "search.greedy", "search.triton"),
+        tracked=tracked_params("measure", "search.greedy", "search.triton", "timing"),
     shell:
         "python -m chronos.stages.search_triton --params params.yaml --kernels data/kernels"
         " --store data/store/measurements.sqlite --out reports/triton_search.json"
+
+
+# The A/A test of the time verdicts: every suite kernel's baseline against copies of itself (any verdict other
+# than no_difference is false).
+rule aa:
+    input:
+        "data/kernels/triton",
+        "data/kernels/triton_llm",
+        "data/store/measurements.sqlite",
+        "data/store/atlas.sqlite",
+        "src/chronos/actions.py",
+        "src/chronos/config.py",
+        "src/chronos/config_timing.py",
+        "src/chronos/errors.py",
+        "src/chronos/features.py",
+        "src/chronos/kernels",
+        "src/chronos/measure",
+        "src/chronos/progress.py",
+        "src/chronos/ptx",
+        "src/chronos/sass.py",
+        "src/chronos/search",
+        "src/chronos/stages/__init__.py",
+        "src/chronos/stages/aa.py",
+        "src/chronos/stages/common.py",
+        "src/chronos/stages/measuring.py",
+        "src/chronos/toolchain.py",
+        "src/chronos/transforms",
+        "src/chronos/variant.py",
+    output:
+        "reports/aa.json",
+    params:
+        tracked=tracked_params("measure", "search.greedy", "search.triton", "timing"),
+    shell:
+        "python -m chronos.stages.aa --params params.yaml --kernels data/kernels"
+        " --store data/store/measurements.sqlite --out reports/aa.json"
 
 
 # The contenders re-measured side by side on the GPU (`python -m chronos.stages.confirm --measure`, a device
@@ -208,6 +250,7 @@ rule confirm:
         "reports/training_result.json",
         "src/chronos/actions.py",
         "src/chronos/config.py",
+        "src/chronos/config_timing.py",
         "src/chronos/errors.py",
         "src/chronos/features.py",
         "src/chronos/kernels",

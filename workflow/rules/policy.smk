@@ -6,6 +6,7 @@ rule bc:
         "data/demos/trajectories.jsonl",
         "src/chronos/actions.py",
         "src/chronos/config.py",
+        "src/chronos/config_timing.py",
         "src/chronos/errors.py",
         "src/chronos/features.py",
         "src/chronos/ptx",
@@ -29,6 +30,7 @@ rule predict:
         "models/checkpoint_best.pt",
         "src/chronos/actions.py",
         "src/chronos/config.py",
+        "src/chronos/config_timing.py",
         "src/chronos/errors.py",
         "src/chronos/features.py",
         "src/chronos/inference.py",
@@ -59,6 +61,7 @@ rule grpo:
         "models/bc.pt",
         "src/chronos/actions.py",
         "src/chronos/config.py",
+        "src/chronos/config_timing.py",
         "src/chronos/errors.py",
         "src/chronos/features.py",
         "src/chronos/kernels",
@@ -91,17 +94,20 @@ rule grpo:
 
 rule evaluate:
     input:
+        "data/kernels/probes",
         "data/kernels/triton",
+        "data/kernels/triton_llm",
         "data/store/measurements.sqlite",
         "data/store/atlas.sqlite",
         "models/checkpoint_best.pt",
         "src/chronos/actions.py",
         "src/chronos/config.py",
+        "src/chronos/config_timing.py",
         "src/chronos/errors.py",
         "src/chronos/features.py",
         "src/chronos/kernels",
         "src/chronos/measure",
-        "src/chronos/optimize.py",
+        "src/chronos/optimize_time.py",
         "src/chronos/progress.py",
         "src/chronos/ptx",
         "src/chronos/rl",
@@ -117,7 +123,7 @@ rule evaluate:
     output:
         "reports/measure_triton_results.json",
     params:
-        tracked=tracked_params("predict", "search.greedy", "search.triton", "measure"),
+        tracked=tracked_params("predict", "search.greedy", "search.triton", "measure", "timing"),
     shell:
         "python -m chronos.stages.evaluate --params params.yaml --kernels data/kernels"
         " --store data/store/measurements.sqlite --checkpoint models/checkpoint_best.pt"

@@ -127,6 +127,15 @@ def load_specs(path: Path) -> list[KernelSpec]:
     return [KernelSpec.from_json(d) for d in raw]
 
 
+CYCLE_FAMILIES = ("gemm_tile",)
+"""Families whose objective is the seed's %clock64 cycles (its per-thread tile kernels, its reproduction).
+Every other kernel (Triton's, the LLM tier, anything a user brings) is judged in wall time only."""
+
+
+def judged_in_cycles(spec: KernelSpec) -> bool:
+    return spec.family in CYCLE_FAMILIES
+
+
 def ptx_path(specs_json: Path, spec: KernelSpec) -> Path:
     return Path(specs_json).parent / spec.ptx
 

@@ -54,8 +54,8 @@ def gpu_compare(backend, spec: KernelSpec, variants: list[Variant], timing: Timi
     futs = {}
     for v in variants:  # copies of one PTX (the A/A test) compile once
         if v.ptx_sha256 not in futs:
-            futs[v.ptx_sha256] = backend.executor.submit(compile_variant, v.ptx, spec, cfg.arch, backend.ptxas,
-                                                         False)
+            futs[v.ptx_sha256] = backend.executor.submit(compile_variant, v.ptx, spec, cfg.arch,
+                                                         backend.ptxas, False)
     cs, compiled = [], {}
     for i, v in enumerate(variants):
         c = Contender(tuple(v.actions), v.ptx_sha256, False)

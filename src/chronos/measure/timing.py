@@ -29,7 +29,7 @@ from chronos.config import MeasureConfig
 from chronos.config_timing import TimingConfig
 from chronos.errors import CudaFault
 from chronos.kernels.spec import KernelSpec
-from chronos.measure.verify_device import DeviceDraws, verify_all
+from chronos.measure.verify_device import DeviceDraws, helper_kernel, verify_all
 
 SPIN_ENTRY = "chronos_spin"
 SPIN_PTX = """.version 8.0
@@ -86,16 +86,6 @@ class Graphs:
         self.cu.cuGraphExecDestroy(exe)
 
 
-def _spin_kernel(runner):
-    """The guard kernel, JIT-loaded once per worker (kept on the runner)."""
-    if getattr(runner, "spin", None) is None:
-        mod = runner._call(runner.drv.module_from_buffer, SPIN_PTX.encode())
-        fn = mod.get_function(SPIN_ENTRY)
-        fn.prepare("Q")
-        runner.spin = (mod, fn)
-    return runner.spin[1]
-
-
 def _stream_handle(stream) -> int:
     h = getattr(stream, "handle", None)
     return int(h if h is not None else stream.handle_int)
@@ -112,7 +102,7 @@ class _Timer:
         self.handle = _stream_handle(self.stream)
         if self.cold and runner.flush is None:
             runner.flush = runner._call(self.drv.mem_alloc, self.flush_bytes)
-        self.spin = _spin_kernel(runner)
+        self.spin = helper_kernel(runner, SPIN_PTX, SPIN_ENTRY, "Q")
         self.spin_ns = np.uint64(int(tcfg.spin_us * 1000))
         self.graphs: Graphs | None = None
 

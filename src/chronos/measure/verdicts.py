@@ -56,6 +56,12 @@ def ratio_estimate(base: list[float], other: list[float], *, confidence: float, 
     return RatioEstimate(math.exp(float(d.mean())), math.exp(float(lo)), math.exp(float(hi)), int(d.size))
 
 
+def geomean(vals) -> float | None:
+    """Geometric mean of the positive values (None when there are none)."""
+    vals = [v for v in vals if v]
+    return math.exp(sum(map(math.log, vals)) / len(vals)) if vals else None
+
+
 def median_iqr(values: list[float]) -> tuple[float, float]:
     v = np.asarray([x for x in values if x is not None], dtype=np.float64)
     q1, med, q3 = np.percentile(v, [25, 50, 75])

@@ -62,13 +62,16 @@ $L_ret:
 """
 
 
-def _neq_kernel(runner):
-    if getattr(runner, "neq", None) is None:
-        mod = runner._call(runner.drv.module_from_buffer, NEQ_PTX.encode())
-        fn = mod.get_function(NEQ_ENTRY)
-        fn.prepare("PPQP")
-        runner.neq = (mod, fn)
-    return runner.neq[1]
+def helper_kernel(runner, ptx: str, entry: str, signature: str):
+    """A small PTX helper (the byte compare, the spin guard) JIT-loaded once per worker and kept on the
+    runner, prepared with its pycuda `signature`."""
+    helpers = runner.__dict__.setdefault("helpers", {})
+    if entry not in helpers:
+        mod = runner._call(runner.drv.module_from_buffer, ptx.encode())
+        fn = mod.get_function(entry)
+        fn.prepare(signature)
+        helpers[entry] = (mod, fn)
+    return helpers[entry][1]
 
 
 class DeviceDraws:
@@ -129,7 +132,7 @@ class DeviceDraws:
         self._launch(k, bufs, args, d)
         if self.count is None:
             self.count = r._call(r.drv.mem_alloc, 8)
-        fn, differ = _neq_kernel(r), False
+        fn, differ = helper_kernel(r, NEQ_PTX, NEQ_ENTRY, "PPQP"), False
         for a in self.spec.outputs:
             r._call(r.drv.memset_d8, self.count, 0, 8)
             grid = max(1, min(65536, -(-a.nbytes // (NEQ_THREADS * 16))))
@@ -154,6 +157,6 @@ def verify_all(spec: KernelSpec, mcfg: MeasureConfig, draws: DeviceDraws, base_k
         draws.reference(base_k, bufs, args, d)
         for i, k in enumerate(ks):
             if results[i]["valid"] and (bad := draws.mismatches(k, bufs, args, d)):
-                results[i] = {"valid": False, "reason": "wrong_output",
-                              "log": f"outputs differ bitwise from the baseline on draw {d}: {bad} (elements)"}
+                log = f"outputs differ bitwise from the baseline on draw {d}: {bad} (elements)"
+                results[i] = {"valid": False, "reason": "wrong_output", "log": log}
     return results

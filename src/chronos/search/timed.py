@@ -115,8 +115,9 @@ def greedy_in_time(ev: TimedEvaluator, cfg: GreedySearchConfig) -> TimedSearch:
         state = {"kernel": ev.spec.kernel, "step": step, "applied": list(applied),
                  "features": extract_features(module), "mask": get_action_mask(applied, legal),
                  "history": get_action_history(applied)}
+        chosen = best["action"] if best else "stop"
         trace.append({"step": step, "incumbent": time_row(cmp, inc, ev.timing, ev.min_gain),
-                      "primary": cmp.primary, "candidates": rows, "chosen": best["action"] if best else "stop"})
+                      "primary": cmp.primary, "candidates": rows, "chosen": chosen})
         demos.append({**state, "action": best["action"] if best else "stop"})
         if best is None:
             break

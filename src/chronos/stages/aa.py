@@ -74,7 +74,8 @@ def _body(args, cfg) -> int:
                 row = {"family": family, "kernel": spec.kernel, "error": " ".join(str(e).split())[:400]}
             rows.append(row)
             bad = [c["verdict"] for c in row.get("copies", []) if c["verdict"] != "no_difference"]
-            print(f"aa: {spec.kernel:44s} {row.get('error', '')[:120] or f'{len(bad)} false: {bad}'}", flush=True)
+            said = row.get("error", "")[:120] or f"{len(bad)} false: {bad}"
+            print(f"aa: {spec.kernel:44s} {said}", flush=True)
         prov = backend.provenance()
     finally:
         backend.close()

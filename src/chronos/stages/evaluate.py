@@ -81,11 +81,13 @@ def _body(args, cfg) -> int:
                                     beam=cfg.predict.beam, timing=cfg.timing)
                 row = res.to_json()
             except ChronosError as e:
-                row = {"kernel": spec.kernel, "verdict": "unmeasured", "error": " ".join(str(e).split())[:400]}
+                row = {"kernel": spec.kernel, "verdict": "unmeasured",
+                       "error": " ".join(str(e).split())[:400]}
             specs[spec.kernel] = spec
             tiers[family].append(row)
             print(f"evaluate: {spec.kernel:44s} {'+'.join(row['sequence']) if 'sequence' in row else '':40s} "
-                  f"{row['verdict']} -> {row.get('returned', '-')} {row.get('speedup_time', 0):.4f}", flush=True)
+                  f"{row['verdict']} -> {row.get('returned', '-')} {row.get('speedup_time', 0):.4f}",
+                  flush=True)
         prov = backend.provenance()
     finally:
         backend.close()

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from chronos.errors import ChronosError
 from chronos.kernels.spec import load_module
-from chronos.optimize_time import geomean
+from chronos.measure.verdicts import geomean
 from chronos.progress import progress
 from chronos.search.runs import kernels_of
 from chronos.search.timed import TimedEvaluator, greedy_in_time
@@ -34,13 +34,17 @@ def _arguments(ap) -> None:
 
 
 def tier_summary(rows: list[dict]) -> dict:
-    """Greedy's best set per kernel against the baseline, side by side in its last comparison."""
+    """Greedy's final set per kernel against the baseline, side by side in its last comparison: `faster` and
+    `slower` count that comparison's verdicts (a set every step accepted can still land within the noise
+    of the baseline), the geomean takes every measured ratio as it is."""
     done = [r for r in rows if "best" in r]
     speed = [1.0 / r["best"]["ratio"] if r["best"].get("actions") else 1.0 for r in done]
     cands = [c for r in done for s in r["trace"] for c in s["candidates"]]
     return {"kernels": len(rows), "measured": len(done), "failed": len(rows) - len(done),
-            "faster": sum(bool(r["best"]["actions"]) for r in done),
+            "faster": sum(bool(r["best"]["actions"]) and r["best"]["verdict"] == "faster" for r in done),
             "slower": sum(bool(r["best"]["actions"]) and r["best"]["verdict"] == "slower" for r in done),
+            "within_noise": sum(bool(r["best"]["actions"]) and r["best"]["verdict"] == "no_difference"
+                                for r in done),
             "wrong": sum(c.get("verdict") == "invalid:wrong_output" for c in cands),
             "time_geomean": geomean(speed), "comparisons": sum(r["comparisons"] for r in done)}
 

@@ -1,0 +1,86 @@
+"""Side-by-side comparisons through the GPU backend (fake worker) and replay: stored once, answered from the
+store afterwards, replayed exactly, a miss named; ptxas failures and worker faults become contenders'
+verdicts and the run goes on."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+
+import pytest
+
+from chronos.config import MeasureConfig
+from chronos.config_timing import TimingConfig
+from chronos.errors import ComparisonMissError, MeasureError
+from chronos.kernels.gemm_tile import gemm_tile_ptx, gemm_tile_spec
+from chronos.measure.backend import GpuBackend, ReplayBackend
+from chronos.measure.store import Store
+from chronos.ptx import emit, parse
+from chronos.transforms import apply_sequence
+from chronos.variant import Variant
+
+FAKE = str(Path(__file__).with_name("fake_worker.py"))
+TIMING = TimingConfig(rounds=6, resamples=500)
+
+
+def _contenders(name: str = "gemm_tile(2,2,2)"):
+    spec = dataclasses.replace(gemm_tile_spec(2, 2, 2), kernel=name)
+    base = gemm_tile_ptx(2, 2, 2)
+    same_sass = base.replace("// one thread", "// a comment only: same SASS, one thread")
+    broken = base.replace("fma.rn.f32", "bogus.f32")
+    return spec, [Variant(spec, base, ()), Variant(spec, base, ()), Variant(spec, same_sass, ("cache_ca",)),
+                  Variant(spec, broken, ("vec_ld",))]
+
+
+def _gpu(tmp_path, mode="ok", **kw):
+    return GpuBackend(tmp_path / "m.sqlite", MeasureConfig(watchdog_s=10, **kw), ptxas=kw.pop("ptxas", None),
+                      worker_argv=(sys.executable, FAKE, mode))
+
+
+def test_a_comparison_is_stored_once_and_replayed_exactly(tmp_path, ptxas):
+    spec, vs = _contenders()
+    with GpuBackend(tmp_path / "m.sqlite", MeasureConfig(watchdog_s=10), ptxas=str(ptxas),
+                    worker_argv=(sys.executable, FAKE, "ok")) as be:
+        cmp = be.compare(spec, vs, TIMING)
+        again = be.compare(spec, vs, TIMING)  # answered from the store: no second row
+        assert again.to_json() == cmp.to_json()
+    assert [c.valid for c in cmp.contenders] == [True, True, True, False]
+    assert cmp.contenders[3].reason == "ptxas_error"
+    assert cmp.verdict(3, TIMING, 0.005) == "invalid:ptxas_error"
+    assert cmp.contenders[0].cubin_sha256 == cmp.contenders[1].cubin_sha256
+    assert len(cmp.series(1)) == TIMING.rounds and cmp.provenance["gpu"] == "FakeGPU"
+    db = Store(tmp_path / "m.sqlite", readonly=True)
+    assert db.db.execute("SELECT count(*) FROM comparisons").fetchone()[0] == 1
+    with ReplayBackend(tmp_path / "m.sqlite", MeasureConfig(watchdog_s=10)) as rb:
+        replayed = rb.compare(spec, vs, TIMING)
+        assert replayed.to_json() == cmp.to_json() and rb.provenance()["gpu"] == "FakeGPU"
+        for i in range(3):  # a verdict recomputed from the stored rounds is the same verdict
+            assert replayed.verdict(i, TIMING, 0.005) == cmp.verdict(i, TIMING, 0.005)
+        with pytest.raises(ComparisonMissError, match=r"gemm_tile\(2,2,2\).*3 contenders"):
+            rb.compare(spec, vs[:3], TIMING)
+        with pytest.raises(ComparisonMissError):  # another timing config is another measurement
+            rb.compare(spec, vs, dataclasses.replace(TIMING, rounds=7))
+
+
+def test_the_first_contender_must_be_the_baseline(tmp_path):
+    spec, vs = _contenders()
+    store = tmp_path / "m.sqlite"
+    Store(store).close()
+    with ReplayBackend(store, MeasureConfig()) as rb, pytest.raises(MeasureError, match="first contender"):
+        rb.compare(spec, vs[2:], TIMING)
+
+
+def test_a_worker_fault_marks_the_contender_that_faults_and_the_run_goes_on(tmp_path, ptxas):
+    """The fake faults on any job with two distinct cubins: the whole job is lost, then each challenger is
+    tried alone beside the baseline; the one that faults is marked, the others are compared again."""
+    bad_spec, bad = _contenders("gemm_tile_cmpfault")
+    other = emit(apply_sequence(parse(bad[0].ptx), ["cache_cs"]))
+    spec, vs = _contenders()
+    with GpuBackend(tmp_path / "m.sqlite", MeasureConfig(watchdog_s=10), ptxas=str(ptxas),
+                    worker_argv=(sys.executable, FAKE, "ok")) as be:
+        cmp = be.compare(bad_spec, [bad[0], bad[1], Variant(bad_spec, other, ("cache_cs",))], TIMING)
+        ok = be.compare(spec, vs, TIMING)
+    assert [c.valid for c in cmp.contenders] == [True, True, False]
+    assert cmp.contenders[2].reason == "fault:CUDA_ERROR_LAUNCH_FAILED" and cmp.contenders[1].event_ms
+    assert [c.valid for c in ok.contenders] == [True, True, True, False]

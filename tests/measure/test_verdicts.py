@@ -1,0 +1,57 @@
+"""Time verdicts: paired bootstrap over rounds, the whole interval beyond 1 -/+ min_gain, seeded."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from chronos.measure.verdicts import FASTER, SAME, SLOWER, geomean, ratio_estimate
+
+KW = {"confidence": 0.99, "resamples": 4000}
+
+
+def _rounds(ratio: float, noise: float, seed: int, rounds: int = 15, drift: float = 0.0):
+    rng = np.random.default_rng(seed)
+    common = 1 + drift * rng.standard_normal(rounds)  # what moves every contender of a round alike
+    base = 0.010 * common * (1 + noise * rng.standard_normal(rounds))
+    other = 0.010 * ratio * common * (1 + noise * rng.standard_normal(rounds))
+    return list(base), list(other)
+
+
+@pytest.mark.parametrize(("ratio", "want"), [(0.90, FASTER), (1.10, SLOWER), (0.997, SAME), (1.0, SAME)])
+def test_verdict_needs_the_whole_interval_past_min_gain(ratio, want):
+    base, other = _rounds(ratio, 0.003, seed=1)
+    est = ratio_estimate(base, other, **KW)
+    assert est.low <= est.ratio <= est.high
+    assert est.verdict(0.005) == want
+
+
+def test_identical_series_give_ratio_one_and_no_difference():
+    base, _ = _rounds(1.0, 0.01, seed=2)
+    est = ratio_estimate(base, list(base), **KW)
+    assert (est.ratio, est.low, est.high) == (1.0, 1.0, 1.0) and est.verdict(0.005) == SAME
+
+
+def test_a_drift_shared_by_the_round_does_not_hide_a_real_gain():
+    base, other = _rounds(0.95, 0.002, seed=3, drift=0.05)  # rounds move by 5%, the pair by 0.2%
+    assert ratio_estimate(base, other, **KW).verdict(0.005) == FASTER
+
+
+def test_the_estimate_is_seeded_and_drops_unpaired_rounds():
+    base, other = _rounds(0.97, 0.01, seed=4)
+    a, b = ratio_estimate(base, other, **KW), ratio_estimate(base, other, **KW)
+    assert a == b
+    holes = ratio_estimate([*base, None], [*other, 0.01], **KW)
+    assert holes.rounds == len(base)
+    with pytest.raises(ValueError):
+        ratio_estimate([0.01], [0.01], **KW)
+
+
+def test_simulated_aa_false_verdict_rates_stay_under_one_percent():
+    """The method on copies of one kernel with 1% per-round noise: 600 decisions, seeded."""
+    verdicts = [ratio_estimate(*_rounds(1.0, 0.01, seed=s), **KW).verdict(0.005) for s in range(600)]
+    assert verdicts.count(FASTER) / 600 <= 0.01 and verdicts.count(SLOWER) / 600 <= 0.01
+
+
+def test_geomean():
+    assert geomean([2.0, 8.0]) == pytest.approx(4.0) and geomean([]) is None
