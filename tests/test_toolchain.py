@@ -102,8 +102,8 @@ def test_search_order(isolated, monkeypatch, tmp_path):
     isolated["nvidia"] = [tmp_path / "nvidia"]
     monkeypatch.setenv("CUDA_HOME", str(tmp_path / "cuda"))
     monkeypatch.setenv("PATH", str(on_path.parent))
-    expected = [("triton wheel", triton), ("nvidia-cuda-nvcc wheel", cu13),
-                ("nvidia-cuda-nvcc-cu12 wheel", cu12), ("CUDA_HOME", cuda_home), ("PATH", on_path)]
+    expected = [("nvidia-cuda-nvcc wheel", cu13), ("nvidia-cuda-nvcc-cu12 wheel", cu12),
+                ("triton wheel", triton), ("CUDA_HOME", cuda_home), ("PATH", on_path)]
     for source, path in expected:
         assert find_ptxas_with_source() == (source, path)
         path.unlink()  # the next one in line takes over

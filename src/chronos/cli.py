@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from chronos import optimize_cli
+from chronos import optimize_cli, tune
 from chronos.errors import ChronosError
 
 EXIT_OK, EXIT_DIFFER, EXIT_ERROR = 0, 1, 2
@@ -80,6 +80,15 @@ def cmd_roundtrip(args: argparse.Namespace) -> int:
     return EXIT_DIFFER
 
 
+def cmd_tuned_show(args: argparse.Namespace) -> int:
+    from chronos.triton import show
+
+    if not Path(args.db).is_file():
+        raise ChronosError(f"no tuned DB at {args.db}")
+    print(show(args.db))
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="chronos", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -96,6 +105,14 @@ def build_parser() -> argparse.ArgumentParser:
                                         "(measured on a GPU, or replayed from a store)")
     optimize_cli.add_arguments(o)
     o.set_defaults(func=optimize_cli.run)
+    tu = sub.add_parser("tune", help="tune a directory of kernels into per-kernel results and a tuned DB")
+    tune.add_arguments(tu)
+    tu.set_defaults(func=tune.run)
+    t = sub.add_parser("tuned", help="the tuned DB that chronos.triton deploys from")
+    tsub = t.add_subparsers(dest="tuned_command", required=True)
+    ts = tsub.add_parser("show", help="list a tuned DB's entries (kernel, actions, time ratio [99% CI], GPU)")
+    ts.add_argument("db", metavar="DB")
+    ts.set_defaults(func=cmd_tuned_show)
     return p
 
 

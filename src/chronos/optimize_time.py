@@ -38,19 +38,23 @@ class TimeOptimizeResult:
     primary: str = ""
     greedy: dict | None = None
     beam: list[dict] = field(default_factory=list)
+    fixed: list[dict] = field(default_factory=list)
+    """Extra sets measured beside the policy's (chronos tune's fixed sets)."""
     chosen: tuple[str, ...] = ()
     ptx: str = ""
     error: str | None = None
     measured_at: str = ""
 
     def chosen_row(self) -> dict | None:
-        return next((r for r in [self.greedy, *self.beam] if r and tuple(r["actions"]) == self.chosen), None)
+        rows = [self.greedy, *self.beam, *self.fixed]
+        return next((r for r in rows if r and tuple(r["actions"]) == self.chosen), None)
 
     def to_json(self) -> dict:
         row = {"kernel": self.kernel, "sequence": list(self.sequence), "final_set": list(self.key)}
         if self.error is not None:
             return {**row, "verdict": "unmeasured", "error": self.error}
         row.update(primary=self.primary, baseline=self.baseline, greedy=self.greedy, beam=self.beam,
+                   **({"fixed": self.fixed} if self.fixed else {}),
                    verdict=self.greedy["verdict"] if self.key else "stop_first",
                    returned="+".join(self.chosen) or "baseline", measured_at=self.measured_at)
         best = self.chosen_row() if self.chosen else None
@@ -64,9 +68,11 @@ class TimeOptimizeResult:
 
 def optimize_time(spec: KernelSpec, module, backend, policy, *, max_steps: int, min_gain: float,
                   beam: int = 1, timing: TimingConfig = _TIMING,
-                  ptxas_legality: bool = EnvConfig.ptxas_legality) -> TimeOptimizeResult:
+                  ptxas_legality: bool = EnvConfig.ptxas_legality,
+                  extra: tuple | list = ()) -> TimeOptimizeResult:
     """The optimize path on one kernel (`module`: its parsed PTX). A comparison the backend cannot give (a
-    replay miss) makes the result `unmeasured`, returning the baseline; it never raises for that."""
+    replay miss) makes the result `unmeasured`, returning the baseline; it never raises for that. `extra`:
+    further action sets measured in the same comparison (after the policy's), candidates like the others."""
     space = KernelSpace(module, ptxas_legality)
     decoded = greedy_decode([space], policy, max_steps)[0]
     res = TimeOptimizeResult(spec.kernel, decoded.sequence, decoded.key)
@@ -74,7 +80,7 @@ def optimize_time(spec: KernelSpec, module, backend, policy, *, max_steps: int, 
     res.ptx = ev.root_ptx
     beams = beam_decode(space, policy, beam, max_steps) if beam > 1 else []
     try:
-        cmp, idx = ev.compare([decoded.key, *[k for k, _ in beams]])
+        cmp, idx = ev.compare([decoded.key, *[k for k, _ in beams], *extra])
     except ChronosError as e:
         res.error = " ".join(str(e).split())[:400]
         return res
@@ -83,10 +89,12 @@ def optimize_time(spec: KernelSpec, module, backend, policy, *, max_steps: int, 
     res.baseline = time_row(cmp, 0, timing, min_gain)
     res.greedy = _row(cmp, idx[0], decoded.key, timing, min_gain)
     res.beam = [{**_row(cmp, i, k, timing, min_gain), "logp": round(lp, 4)}
-                for (k, lp), i in zip(beams, idx[1:], strict=True)]
+                for (k, lp), i in zip(beams, idx[1:1 + len(beams)], strict=True)]
+    res.fixed = [_row(cmp, i, tuple(k), timing, min_gain)
+                 for k, i in zip(extra, idx[1 + len(beams):], strict=True)]
     if not cmp.baseline.valid:
         return res
-    faster = [r for r in [res.greedy, *res.beam] if r["verdict"] == FASTER]
+    faster = [r for r in [res.greedy, *res.beam, *res.fixed] if r["verdict"] == FASTER]
     if faster:
         res.chosen = tuple(min(faster, key=lambda r: r["ratio"])["actions"])
         res.ptx = emit(space.module(res.chosen))

@@ -43,11 +43,13 @@ def ptxas_candidates() -> Iterator[tuple[str, Path]]:
     env = os.environ.get("CHRONOS_PTXAS")
     if env:
         yield "CHRONOS_PTXAS", Path(env)
-    for d in _package_dirs("triton"):
-        yield "triton wheel", d / "backends" / "nvidia" / "bin" / "ptxas"
+    # The pinned CUDA 13 wheel first: Triton's bundled ptxas (12.8 in Triton 3.6) rejects PTX ISA 9.0, and
+    # installing Triton (the chronos.triton tests need it) must not change which ptxas the project uses.
     for d in _package_dirs("nvidia"):
         yield "nvidia-cuda-nvcc wheel", d / "cu13" / "bin" / "ptxas"
         yield "nvidia-cuda-nvcc-cu12 wheel", d / "cuda_nvcc" / "bin" / "ptxas"
+    for d in _package_dirs("triton"):
+        yield "triton wheel", d / "backends" / "nvidia" / "bin" / "ptxas"
     cuda_home = os.environ.get("CUDA_HOME")
     if cuda_home:
         yield "CUDA_HOME", Path(cuda_home) / "bin" / "ptxas"

@@ -1,0 +1,303 @@
+"""Deploy Chronos-tuned PTX inside Triton: a stage hook swaps the PTX that ptxas assembles; nothing is timed.
+
+`enable()` installs `triton.knobs.runtime.add_stages_inspection_hook` (Triton >= 3.6), which wraps the NVIDIA
+backend's `ptx` stage: Triton makes its stock PTX, the hook builds the strict `TunedKey` (Triton's compile
+hash, the stock PTX, the entry name, GPU, driver, Triton's ptxas, Chronos and action-space versions) and
+returns the tuned PTX on a hit whose interface (entry name, parameters, launch bounds, shared memory, target)
+equals the stock one, the stock PTX otherwise. The DB is read once, at enable(): lookups and the cache
+directory then describe the same content, even if the file grows meanwhile.
+
+Caching: Triton 3.6 leaves the hook out of its compile cache key, so a warm cache would serve stock cubins
+to a tuned run (and tuned ones to a stock run): enable() points Triton's cache at
+`<cache>/chronos-<content[:16]>` and disable() restores it. Triton >= 3.7 asks the hook (called without
+arguments) for a (key, hash) pair: the key goes into the compile hash, which must stay the stock one that
+the tuned key records, so Chronos answers an empty key and relies on its directory; the hash goes into the
+JIT's in-memory cache, and Chronos answers the DB content hash. On 3.6 a kernel that a JITFunction already
+compiled in this process stays in that in-memory cache: enable before the first launch.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import threading
+from pathlib import Path
+
+from chronos.errors import ChronosError, ToolchainError
+from chronos.toolchain import gpu_name, ptxas_version
+from chronos.triton.tuned_db import Entry, TunedDB, TunedKey, content_hash, entry_names, make_key
+
+ENV_DB = "CHRONOS_TUNED"
+"""Path of the tuned DB when enable() is given none."""
+MODES = ("deploy", "strict")
+"""deploy: fall back to the stock PTX on a miss or a refusal; strict: raise TunedMissError (CI, audits)."""
+_CACHE_ENV = "TRITON_CACHE_DIR"
+_CHRONOS_LEAF = re.compile(r"chronos-[0-9a-f]{16}")
+_UNSET = object()
+
+
+class TunedMissError(ChronosError):
+    """strict mode: a kernel compiled without a usable tuned entry (missing, stale key or refused)."""
+
+
+# ------------------------------------------------------------------ deploy environment (monkeypatchable)
+def detect_gpu() -> str:
+    """The current CUDA device's name as the measurement workers record it, or "unknown"."""
+    name = None
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            name = str(torch.cuda.get_device_name(torch.cuda.current_device()))
+    except Exception:  # noqa: BLE001 - no usable torch CUDA: try pycuda, then give up
+        name = None
+    return name or gpu_name() or "unknown"
+
+
+def detect_driver() -> str:
+    """The driver as the measurement workers record it ("580.95.05 (CUDA 13.0)"), or "unknown"."""
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+        version = ctypes.c_int()
+        if lib.cuDriverGetVersion(ctypes.byref(version)) != 0:
+            return "unknown"
+    except (OSError, AttributeError):
+        return "unknown"
+    from chronos.measure.runner import driver_version
+
+    return f"{driver_version()} (CUDA {version.value // 1000}.{version.value % 1000 // 10})"
+
+
+def triton_ptxas_version(arch: int) -> str:
+    """Version of the ptxas Triton will run for `arch` (its bundled one, or TRITON_PTXAS_PATH)."""
+    from triton.backends.nvidia.compiler import get_ptxas
+
+    return ptxas_version(get_ptxas(arch).path)
+
+
+# ------------------------------------------------------------------ what a swap must keep
+_PARAMS = re.compile(r"\.entry[ \t]+[\w$]+[ \t]*\((.*?)\)", re.DOTALL)
+_LAUNCH = re.compile(r"^[ \t]*\.(?:reqntid|maxntid|reqnctapercluster|explicitcluster|maxclusterrank)\b.*$",
+                     re.MULTILINE)
+_SHARED = re.compile(r"^[ \t]*(?:\.extern[ \t]+)?\.shared\b.*$", re.MULTILINE)
+_TARGET = re.compile(r"^[ \t]*\.(?:version|target|address_size)\b.*$", re.MULTILINE)
+
+
+def _interface(ptx: str) -> dict[str, list[str]]:
+    """What Triton's metadata and launcher already fixed before the PTX stage; a swap must not change it."""
+    norm = lambda items: [" ".join(s.split()) for s in items]
+    return {"entry": entry_names(ptx), "parameters": norm(_PARAMS.findall(ptx)),
+            "launch bounds": norm(_LAUNCH.findall(ptx)), "shared memory": norm(_SHARED.findall(ptx)),
+            "target": norm(_TARGET.findall(ptx))}
+
+
+def refusal(stock_ptx: str, entry: Entry) -> str | None:
+    """Why `entry`'s PTX must not replace `stock_ptx`, or None when it may."""
+    stock, tuned = _interface(stock_ptx), _interface(entry.ptx)
+    differ = [k for k in stock if stock[k] != tuned[k]]
+    if differ:
+        return (f"tuned PTX changes the kernel's {', '.join(differ)} "
+                f"(entry {tuned['entry']} vs {stock['entry']})")
+    return None
+
+
+# ------------------------------------------------------------------ the hook
+class _Session:
+    """One enable(): the DB snapshot, the deploy environment, the chained hook, the counts."""
+
+    def __init__(self, path: str, entries: list[Entry], mode: str, env: dict, prev):
+        self.path, self.mode, self.prev = path, mode, prev
+        self.entries = {e.key.key(): e for e in entries}
+        self.content = content_hash(entries)
+        self.env = dict(env)  # gpu, driver, ptxas: None = detect at the first compile
+        self.ptxas_by_arch: dict[int, str] = {}
+        self.active = True
+        self.lock = threading.Lock()
+        self.names: dict[str, list[str]] = {"swapped": [], "missed": [], "rejected": []}
+        self.reasons: dict[str, str] = {}
+        self.cache_dir = ""
+        self.saved_cache: tuple = (_UNSET, None)
+
+    def __call__(self, *args):
+        """Triton's hook: (backend, stages, options, language, capability), or no arguments (>= 3.7) for the
+        keys it folds into its caches. The earlier hook runs first, so its stages are the ones wrapped."""
+        if not args:
+            return self.cache_key()
+        if self.prev is not None:
+            self.prev(*args)
+        backend, stages = args[0], args[1]
+        target = getattr(backend, "target", None)
+        if self.active and getattr(target, "backend", None) == "cuda" and "ptx" in stages:
+            make_ptx = stages["ptx"]
+            stages["ptx"] = lambda src, metadata: self.choose(make_ptx(src, metadata), metadata, target.arch)
+
+    def cache_key(self) -> tuple[str, str]:
+        """(key, hash) for Triton >= 3.7. Triton folds `key` into the compile hash, which the tuned key holds
+        as a hook-free compile records it: Chronos adds nothing there (its cache directory keeps the file
+        caches apart). `hash` keys the JIT's in-memory kernel cache: the DB content goes there, so a kernel
+        launched before enable() is compiled again, not reused stock."""
+        ours = self.content if self.active else ""
+        prev_key, prev_hash = self.prev() if self.prev is not None else ("", "")
+        return prev_key, (f"{prev_hash}-{ours}" if prev_hash else ours)
+
+    def key(self, stock_ptx: str, metadata: dict, arch: int) -> TunedKey:
+        with self.lock:
+            for what, detect in (("gpu", detect_gpu), ("driver", detect_driver)):
+                if self.env.get(what) is None:
+                    self.env[what] = detect()
+            ptxas = self.env.get("ptxas")
+            if ptxas is None:  # per arch: Triton runs another ptxas for sm_100+
+                if arch not in self.ptxas_by_arch:
+                    self.ptxas_by_arch[arch] = triton_ptxas_version(arch)
+                ptxas = self.ptxas_by_arch[arch]
+        return make_key(metadata["hash"], stock_ptx, metadata["name"], gpu=self.env["gpu"],
+                        driver=self.env["driver"], ptxas=ptxas)
+
+    def choose(self, stock_ptx: str, metadata: dict, arch: int) -> str:
+        """The PTX ptxas will assemble: the tuned one on a valid hit, the stock one otherwise."""
+        key = self.key(stock_ptx, metadata, arch)
+        entry = self.entries.get(key.key())
+        if entry is None:
+            self._record("missed", key.kernel, self._why_missed(key))
+            return stock_ptx
+        reason = refusal(stock_ptx, entry)
+        if reason:
+            self._record("rejected", key.kernel, reason)
+            return stock_ptx
+        self._record("swapped", key.kernel, "")
+        return entry.ptx
+
+    def _why_missed(self, key: TunedKey) -> str:
+        same = [e.key for e in self.entries.values() if e.key.kernel == key.kernel]
+        if not same:
+            return f"no entry for kernel {key.kernel}"
+        nearest = min(same, key=lambda k: len(key.differences(k)))
+        diff = key.differences(nearest)
+        return "stale key: " + "; ".join(f"{f} is {a!r} here, {b!r} in the DB" for f, (a, b) in diff.items())
+
+    def _record(self, outcome: str, name: str, reason: str) -> None:
+        with self.lock:
+            self.names[outcome].append(name)
+            if reason:
+                self.reasons[name] = reason
+        if reason and self.mode == "strict":
+            raise TunedMissError(f"{outcome} {name} with tuned DB {self.path}: {reason}",
+                                 repro=f"chronos.triton.tuned_db.show({self.path!r})")
+
+    def stats(self) -> dict:
+        with self.lock:
+            counts = {k: len(v) for k, v in self.names.items()}
+            names = {f"{k}_names": list(v) for k, v in self.names.items()}
+            return {"enabled": self.active, "db": self.path, "mode": self.mode, "entries": len(self.entries),
+                    "content_hash": self.content, "cache_dir": self.cache_dir, **counts, **names,
+                    "reasons": dict(self.reasons)}
+
+
+# ------------------------------------------------------------------ Triton plumbing
+def _triton():
+    """triton.knobs, refusing a Triton without the stage hook or whose cache would mix stock and tuned."""
+    try:
+        import triton
+        from triton import knobs
+    except ImportError as e:
+        raise ToolchainError("chronos.triton needs Triton >= 3.6 (pip install triton==3.6.0)") from e
+    version = getattr(triton, "__version__", "?")
+    if not hasattr(getattr(knobs, "runtime", None), "add_stages_inspection_hook"):
+        raise ToolchainError(f"Triton {version} has no knobs.runtime.add_stages_inspection_hook: deploying "
+                             "tuned PTX needs Triton >= 3.6 (pip install triton==3.6.0)")
+    if not _folds_hook_key(version):
+        from triton.runtime.cache import FileCacheManager
+
+        manager = knobs.cache.manager_class
+        if manager is not None and not issubclass(manager, FileCacheManager):
+            raise ToolchainError(f"Triton {version} with cache manager {manager.__name__} "
+                                 "(TRITON_CACHE_MANAGER): "
+                                 "its key ignores the stage hook and Chronos can only isolate file caches by "
+                                 "directory; unset it or use Triton >= 3.7")
+    return knobs
+
+
+def _folds_hook_key(version: str) -> bool:
+    """Triton >= 3.7 folds the hook's key into its caches."""
+    m = re.match(r"(\d+)\.(\d+)", version)
+    return bool(m) and (int(m.group(1)), int(m.group(2))) >= (3, 7)
+
+
+def _isolate_cache(knobs, digest: str) -> tuple[str, tuple]:
+    """Point Triton's cache at `<base>/chronos-<digest[:16]>`; returns the new dir and what to restore.
+    A base that is already such a dir (inherited through TRITON_CACHE_DIR from a parent process that
+    enabled Chronos) is replaced, not nested."""
+    saved = (knobs.cache.__dict__.get("dir", _UNSET), os.environ.get(_CACHE_ENV))
+    base = os.path.normpath(knobs.cache.dir)
+    if _CHRONOS_LEAF.fullmatch(os.path.basename(base)):
+        base = os.path.dirname(base)
+    knobs.cache.dir = os.path.join(base, f"chronos-{digest[:16]}")
+    return knobs.cache.dir, saved
+
+
+def _restore_cache(knobs, saved: tuple) -> None:
+    value, env = saved
+    if value is _UNSET:
+        del knobs.cache.dir
+    else:
+        knobs.cache.dir = value
+    if env is None:
+        os.environ.pop(_CACHE_ENV, None)
+    else:
+        os.environ[_CACHE_ENV] = env
+
+
+_STATE: dict[str, _Session | None] = {"session": None, "last": None}
+
+
+def _load(db) -> tuple[str, list[Entry]]:
+    if isinstance(db, TunedDB):
+        return str(db.path), db.entries()
+    path = db if db is not None else os.environ.get(ENV_DB)
+    if not path:
+        raise ChronosError(f"no tuned DB: pass enable(db=...) or set {ENV_DB}=/path/to/tuned.sqlite")
+    with TunedDB(Path(path), readonly=True) as handle:
+        return str(path), handle.entries()
+
+
+def enable(db: str | Path | TunedDB | None = None, *, mode: str = "deploy", gpu: str | None = None,
+           driver: str | None = None, ptxas: str | None = None) -> dict:
+    """Deploy the tuned DB `db` (or $CHRONOS_TUNED) into every later Triton compile of this process.
+    gpu/driver/ptxas override what is detected (tests, or a compile host that deploys elsewhere).
+    Replaces an earlier enable(); chains a hook that someone else installed. Returns stats()."""
+    if mode not in MODES:
+        raise ChronosError(f"unknown mode {mode!r}; one of {', '.join(MODES)}")
+    knobs = _triton()
+    path, entries = _load(db)
+    disable()
+    session = _Session(path, entries, mode, {"gpu": gpu, "driver": driver, "ptxas": ptxas},
+                       prev=knobs.runtime.add_stages_inspection_hook)
+    session.cache_dir, session.saved_cache = _isolate_cache(knobs, session.content)
+    knobs.runtime.add_stages_inspection_hook = session
+    _STATE["session"] = session
+    return session.stats()
+
+
+def disable() -> None:
+    """Stop swapping; restore the previous hook and Triton's cache dir. A hook chained on top of ours after
+    enable() stays installed, ours inside it becomes a pass-through."""
+    session = _STATE["session"]
+    if session is None:
+        return
+    from triton import knobs
+
+    session.active = False
+    if knobs.runtime.add_stages_inspection_hook is session:
+        knobs.runtime.add_stages_inspection_hook = session.prev
+    _restore_cache(knobs, session.saved_cache)
+    _STATE["session"], _STATE["last"] = None, session
+
+
+def stats() -> dict:
+    """Counts and names of the kernels swapped, missed and rejected since the last enable(), with reasons."""
+    session = _STATE["session"] or _STATE["last"]
+    if session is None:
+        return {"enabled": False, "swapped": 0, "missed": 0, "rejected": 0, "swapped_names": [],
+                "missed_names": [], "rejected_names": [], "reasons": {}}
+    return session.stats()

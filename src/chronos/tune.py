@@ -1,0 +1,136 @@
+"""`chronos tune DIR`: tune a directory of kernels (a specs.json and its PTX files: a Triton tier, or a
+captured workload) into per-kernel results and a tuned DB that chronos.triton deploys from.
+
+    chronos tune data/kernels/triton --parts tune/parts --db tuned.sqlite [--backend gpu|replay]
+        [--kernel NAME] [--only REGEX] [--fixed a+b ...] [--budget SECONDS]
+
+Per kernel, one side-by-side comparison (chronos.optimize_time): the baseline, the policy's greedy decoding
+and its `predict.beam` most probable sets, and the `--fixed` sets, each verified bit-exactly; the fastest
+whose whole 99% interval clears `min_gain` is the kernel's answer, else the baseline. A part file
+`<parts>/<kernel>.json` is written per kernel, so a run resumes where it stopped and shards can run as
+separate jobs (`--kernel`, one per GPU or cluster node: workflow/tune/Snakefile); the DB is written from the
+parts in one step (`--db`), never by concurrent jobs. `--budget` stops starting new kernels after that many
+seconds (the ones left are listed).
+
+A kernel becomes a DB entry only if it is faster and its directory has a `triton.json` with its Triton
+identity ({kernel: {"hash": Triton's compile hash, "name": entry, "stock_ptx": file, "ptxas": version of the
+ptxas Triton assembles with}}), written by capture. The key's GPU and driver are those the comparison was
+measured on, so a deployment elsewhere misses and runs stock.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import time
+from pathlib import Path
+
+from chronos.errors import ChronosError
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dir", type=Path, metavar="DIR", help="a folder with specs.json and its PTX files")
+    p.add_argument("--parts", type=Path, help="per-kernel results (default: DIR/tune-parts)")
+    p.add_argument("--db", type=Path, help="write the tuned DB from the parts (after tuning, if any)")
+    p.add_argument("--kernel", help="tune this kernel only (a shard); with --db only merges")
+    p.add_argument("--only", help="regex on kernel names")
+    p.add_argument("--fixed", action="append", default=[], metavar="A+B",
+                   help="a fixed action set measured beside the policy's (repeatable)")
+    p.add_argument("--budget", type=float, help="stop starting new kernels after this many seconds")
+    p.add_argument("--merge-only", action="store_true", help="only write --db from existing parts")
+    p.add_argument("--backend", choices=("gpu", "replay", "auto"), default="auto")
+    p.add_argument("--store", type=Path, default=Path("data/store/measurements.sqlite"))
+    p.add_argument("--checkpoint", type=Path, default=Path("models/checkpoint_best.pt"))
+    p.add_argument("--params", type=Path, default=Path("params.yaml"))
+
+
+def _selected(specs_json: Path, kernel: str | None, only: str | None):
+    from chronos.kernels.spec import load_specs
+
+    specs = [s for s in load_specs(specs_json)
+             if (kernel is None or s.kernel == kernel) and (not only or re.search(only, s.kernel))]
+    if kernel is not None and not specs:
+        raise ChronosError(f"{specs_json}: no kernel named {kernel}")
+    return specs
+
+
+def tune_kernels(args: argparse.Namespace, parts: Path) -> dict:
+    """Tune every selected kernel without a part file yet; returns counts (done, skipped, left, failed)."""
+    from chronos.config import Config, load
+    from chronos.kernels.spec import load_module
+    from chronos.optimize_time import optimize_time
+    from chronos.progress import progress
+    from chronos.rl.checkpoint import load_model
+    from chronos.search.atlas_replay import backend_with_atlas
+
+    cfg = load(args.params) if args.params.is_file() else Config()
+    specs_json = args.dir / "specs.json"
+    todo = [s for s in _selected(specs_json, args.kernel, args.only)
+            if not (parts / f"{s.kernel}.json").exists()]
+    fixed = [tuple(a for a in f.split("+") if a) for f in args.fixed]
+    policy = load_model(args.checkpoint).eval()
+    t0, counts = time.perf_counter(), {"done": 0, "failed": 0, "left": []}
+    parts.mkdir(parents=True, exist_ok=True)
+    with backend_with_atlas(args.backend, args.store, cfg.measure) as backend:
+        for spec in progress(todo, desc="tune", unit="kernel"):
+            if args.budget is not None and time.perf_counter() - t0 > args.budget:
+                counts["left"].append(spec.kernel)
+                continue
+            try:
+                res = optimize_time(spec, load_module(specs_json, spec), backend, policy,
+                                    max_steps=cfg.predict.max_steps, min_gain=cfg.search.greedy.min_gain,
+                                    beam=cfg.predict.beam, timing=cfg.timing, extra=fixed)
+                row = {**res.to_json(), "provenance": backend.provenance()}
+            except ChronosError as e:  # recorded as this kernel's answer; the run goes on
+                row = {"kernel": spec.kernel, "verdict": "unmeasured",
+                       "error": " ".join(str(e).split())[:400]}
+            counts["failed" if "error" in row else "done"] += 1
+            if "error" not in row or args.backend != "replay":  # a replay miss is not worth resuming from
+                if row.get("returned", "baseline") != "baseline":
+                    (parts / f"{spec.kernel}.ptx").write_text(res.ptx)
+                (parts / f"{spec.kernel}.json").write_text(json.dumps(row, indent=1) + "\n")
+            print(f"tune: {spec.kernel:44s} {row.get('returned', row.get('error', '')[:80])} "
+                  f"{row.get('speedup_time', 0):.4f}", flush=True)
+    return counts
+
+
+def write_db(dir_: Path, parts: Path, db_path: Path) -> dict:
+    """Faster kernels with a Triton identity -> tuned DB entries; returns counts."""
+    from chronos.triton.tuned_db import TunedDB, make_key
+
+    identity = json.loads((dir_ / "triton.json").read_text()) if (dir_ / "triton.json").is_file() else {}
+    rows = [json.loads(p.read_text()) for p in sorted(parts.glob("*.json"))]
+    counts = {"kernels": len(rows), "faster": 0, "entries": 0, "no_identity": 0}
+    with TunedDB(db_path) as db:
+        for row in rows:
+            if row.get("returned", "baseline") == "baseline":
+                continue
+            counts["faster"] += 1
+            ident = identity.get(row["kernel"])
+            if ident is None:
+                counts["no_identity"] += 1
+                continue
+            best = next(c for c in [row["greedy"], *row["beam"], *row.get("fixed", [])]
+                        if "+".join(c["actions"]) == row["returned"])
+            stock = (dir_ / ident["stock_ptx"]).read_text()
+            tuned = (parts / f"{row['kernel']}.ptx").read_text()
+            prov = row["provenance"]
+            key = make_key(ident["hash"], stock, ident["name"], gpu=prov["gpu"], driver=prov["driver"],
+                           ptxas=ident["ptxas"])
+            db.put(key, best["actions"], tuned, best["ratio"], tuple(best["ci"]),
+                   {"bit_exact": True, "draws": "measure.input_draws", "verdict": best["verdict"]},
+                   {"measured_at": row.get("measured_at", ""), "kernel": row["kernel"]})
+            counts["entries"] += 1
+    return counts
+
+
+def run(args: argparse.Namespace) -> int:
+    parts = args.parts or args.dir / "tune-parts"
+    if not args.merge_only:
+        counts = tune_kernels(args, parts)
+        print(f"tune: {counts['done']} tuned, {counts['failed']} failed, {len(counts['left'])} left by the "
+              f"budget{': ' + ', '.join(counts['left'][:8]) if counts['left'] else ''}")
+    if args.db:
+        print(f"tune: tuned DB {args.db}: {write_db(args.dir, parts, args.db)}")
+    return 0

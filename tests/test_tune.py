@@ -1,0 +1,86 @@
+"""`chronos tune` on replay: per-kernel parts that reproduce the evaluation, a tuned DB written only for
+kernels with a Triton identity, and the shards run as self-contained jobs through Snakemake's
+cluster-generic executor (a local submit command standing in for a cluster)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from chronos.cli import main
+from chronos.triton import TunedDB
+
+ROOT = Path(__file__).resolve().parents[1]
+TRITON = ROOT / "data/kernels/triton"
+KERNELS = ("rowmax_f32_r64_c8192", "layernorm_f16_r64_c4096", "softmax_r32_c128")
+REPLAY = ["--backend", "replay", "--store", str(ROOT / "data/store/measurements.sqlite"),
+          "--checkpoint", str(ROOT / "models/checkpoint_best.pt"), "--params", str(ROOT / "params.yaml")]
+
+
+def _workload(tmp_path: Path) -> Path:
+    """Three suite kernels as a 'captured' folder; rowmax gets a Triton identity (as capture writes it)."""
+    d = tmp_path / "work"
+    d.mkdir()
+    specs = [s for s in json.loads((TRITON / "specs.json").read_text()) if s["kernel"] in KERNELS]
+    (d / "specs.json").write_text(json.dumps(specs))
+    for s in specs:
+        shutil.copy(TRITON / s["ptx"], d / s["ptx"])
+    (d / "triton.json").write_text(json.dumps({"rowmax_f32_r64_c8192": {
+        "hash": "a" * 64, "name": "row_max_kernel", "stock_ptx": "rowmax_f32_r64_c8192.ptx",
+        "ptxas": "12.8.93"}}))
+    return d
+
+
+def _evaluated(kernel: str) -> dict:
+    out = json.loads((ROOT / "reports/measure_triton_results.json").read_text())
+    rows = out["tiers"]["triton"]["kernels"]
+    return next(r for r in rows if r["kernel"] == kernel)
+
+
+def test_tune_on_replay_writes_parts_and_a_db_of_the_deployable_faster_kernels(tmp_path, capsys):
+    work = _workload(tmp_path)
+    parts, db = tmp_path / "parts", tmp_path / "tuned.sqlite"
+    assert main(["tune", str(work), "--parts", str(parts), "--db", str(db), *REPLAY]) == 0
+    for k in KERNELS:
+        row = json.loads((parts / f"{k}.json").read_text())
+        want = _evaluated(k)
+        assert row["returned"] == want["returned"] and row["speedup_time"] == want["speedup_time"]
+    with TunedDB(db, readonly=True) as t:
+        (entry,) = t.entries()
+    assert entry.key.kernel == "row_max_kernel" and entry.ratio < 0.995 and entry.ci[1] < 0.995
+    assert entry.ptx == (parts / "rowmax_f32_r64_c8192.ptx").read_text() and ".maxnreg" in entry.ptx
+    assert "'entries': 1" in capsys.readouterr().out  # layernorm is faster too, but has no identity
+
+
+def test_a_budget_leaves_kernels_for_the_next_run_which_resumes(tmp_path, capsys):
+    work = _workload(tmp_path)
+    parts = tmp_path / "parts"
+    assert main(["tune", str(work), "--parts", str(parts), "--budget", "0", *REPLAY]) == 0
+    assert not list(parts.glob("*.json")) and "3 left by the budget" in capsys.readouterr().out
+    assert main(["tune", str(work), "--parts", str(parts), *REPLAY]) == 0
+    assert len(list(parts.glob("*.json"))) == 3
+
+
+@pytest.mark.slow
+def test_tune_shards_run_as_cluster_jobs(tmp_path):
+    pytest.importorskip("snakemake_executor_plugin_cluster_generic")
+    work = _workload(tmp_path)
+    cfg = [f"dir={work}", f"db={tmp_path / 'tuned.sqlite'}", "backend=replay",
+           f"store={ROOT / 'data/store/measurements.sqlite'}",
+           f"checkpoint={ROOT / 'models/checkpoint_best.pt'}", f"params={ROOT / 'params.yaml'}",
+           f"python={sys.executable}"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-s", str(ROOT / "workflow/tune/Snakefile"), "--directory",
+         str(tmp_path), "--executor", "cluster-generic", "--cluster-generic-submit-cmd", "bash",
+         "--jobs", "3", "--latency-wait", "5", "--config", *cfg],
+        capture_output=True, text=True, timeout=900, check=False, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    done = sorted(p.name for p in (work / "tune-parts").glob("*.json"))
+    assert done == sorted(f"{k}.json" for k in KERNELS)
+    with TunedDB(tmp_path / "tuned.sqlite", readonly=True) as t:
+        assert [e.key.kernel for e in t.entries()] == ["row_max_kernel"]

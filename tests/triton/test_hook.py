@@ -1,0 +1,196 @@
+"""Deploying tuned PTX through Triton's stage hook, on a CPU: Triton compiles for sm_90 with its own ptxas."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+triton = pytest.importorskip("triton")
+import triton.language as tl
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+import chronos.triton as ct
+from chronos.errors import ChronosError, ToolchainError
+from chronos.triton import hook
+from chronos.triton.tuned_db import TunedDB, make_key, ptx_identity_sha256
+
+GPU, DRIVER = "NVIDIA H200", "580.95.05 (CUDA 13.0)"
+SIGNATURE = {"x": "*fp32", "y": "*fp32", "out": "*fp32", "n": "i32", "BLOCK": "constexpr"}
+
+
+@triton.jit
+def add_kernel(x, y, out, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out + offs, tl.load(x + offs, mask=mask) + tl.load(y + offs, mask=mask), mask=mask)
+
+
+def compile_add(fn=add_kernel, block: int = 128):
+    return triton.compile(ASTSource(fn=fn, signature=SIGNATURE, constexprs={"BLOCK": block}),
+                          target=GPUTarget("cuda", 90, 32))
+
+
+def tune(stock_ptx: str, reqntid: str = "128") -> str:
+    """A real variation that Triton's ptxas assembles: a register budget and L2-only (.cg) loads."""
+    assert ".reqntid 128\n" in stock_ptx and "ld.global.b32" in stock_ptx
+    return (stock_ptx.replace(".reqntid 128\n", f".reqntid {reqntid}\n.maxnreg 64\n")
+            .replace("ld.global.b32", "ld.global.cg.b32"))
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    """A fresh Triton cache, Triton's knobs restored afterwards, the deploy GPU and driver injected."""
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv(hook.ENV_DB, raising=False)
+    monkeypatch.setattr(hook, "detect_gpu", lambda: GPU)
+    monkeypatch.setattr(hook, "detect_driver", lambda: DRIVER)
+    with triton.knobs.cache.scope(), triton.knobs.runtime.scope():
+        yield tmp_path
+        ct.disable()
+
+
+@pytest.fixture
+def stock(env):
+    return compile_add()
+
+
+def make_db(path: Path, stock, tuned_ptx: str, **key_fields) -> Path:
+    fields = {"gpu": GPU, "driver": DRIVER, "ptxas": hook.triton_ptxas_version(90), **key_fields}
+    key = make_key(stock.metadata.hash, stock.asm["ptx"], stock.metadata.name, **fields)
+    with TunedDB(path) as db:
+        db.put(key, ["maxnreg_64", "cache_cg"], tuned_ptx, 0.8, (0.75, 0.85), {"bit_exact": True}, {})
+    return path
+
+
+def test_a_matching_entry_is_what_ptxas_assembles(env, stock):
+    tuned = tune(stock.asm["ptx"])
+    ct.enable(make_db(env / "t.sqlite", stock, tuned))  # gpu, driver injected; Triton's ptxas detected
+    k = compile_add()
+    assert k.asm["ptx"] == tuned and k.asm["cubin"] != stock.asm["cubin"]
+    s = ct.stats()
+    assert (s["swapped"], s["missed"], s["rejected"], s["swapped_names"]) == (1, 0, 0, ["add_kernel"])
+
+
+def test_a_stale_key_falls_back_to_stock(env, stock):
+    db = make_db(env / "t.sqlite", stock, tune(stock.asm["ptx"]), driver="570.86.15 (CUDA 12.8)")
+    ct.enable(db)
+    assert compile_add().asm["ptx"] == stock.asm["ptx"]
+    s = ct.stats()
+    assert (s["swapped"], s["missed"], s["missed_names"]) == (0, 1, ["add_kernel"])
+    assert ("driver is '580.95.05 (CUDA 13.0)' here, '570.86.15 (CUDA 12.8)' in the DB"
+            in s["reasons"]["add_kernel"])
+    ct.enable(db, mode="strict")
+    with pytest.raises(ct.TunedMissError, match="missed add_kernel.*driver"):
+        compile_add(block=256)  # another specialisation: not in the (new) cache yet
+
+
+def test_a_tuned_ptx_that_changes_the_launch_interface_is_rejected(env, stock):
+    ct.enable(make_db(env / "t.sqlite", stock, tune(stock.asm["ptx"], reqntid="256")))
+    assert compile_add().asm["ptx"] == stock.asm["ptx"]
+    s = ct.stats()
+    assert (s["swapped"], s["rejected"]) == (0, 1) and "launch bounds" in s["reasons"]["add_kernel"]
+
+
+def test_a_hook_installed_before_still_runs(env, stock):
+    seen = []
+
+    def earlier(*args):
+        if not args:  # Triton >= 3.7 asks for a cache key first
+            return "", ""
+        _, stages, _, _, capability = args
+        seen.append((list(stages), capability))
+        make_ptx = stages["ptx"]
+        stages["ptx"] = lambda src, md: seen.append("ptx") or make_ptx(src, md)
+
+    triton.knobs.runtime.add_stages_inspection_hook = earlier
+    tuned = tune(stock.asm["ptx"])
+    ct.enable(make_db(env / "t.sqlite", stock, tuned))
+    assert compile_add().asm["ptx"] == tuned
+    assert seen == [(["ttir", "ttgir", "llir", "ptx", "cubin"], 90), "ptx"]
+    ct.disable()
+    assert triton.knobs.runtime.add_stages_inspection_hook is earlier
+
+
+def test_stock_and_tuned_kernels_never_share_a_cache_dir(env, stock):
+    base = triton.knobs.cache.dir
+    tuned = tune(stock.asm["ptx"])
+    state = ct.enable(make_db(env / "t.sqlite", stock, tuned))
+    assert state["cache_dir"] == os.path.join(base, f"chronos-{state['content_hash'][:16]}")
+    assert triton.knobs.cache.dir == os.environ["TRITON_CACHE_DIR"] == state["cache_dir"]
+    assert compile_add().asm["ptx"] == tuned  # the stock cubin sits in `base`, under the same Triton hash
+    again = compile_add()  # a cache hit: no stage runs, the tuned cubin comes back
+    assert again.asm["ptx"] == tuned and ct.stats()["swapped"] == 1
+    assert any(p.suffix == ".cubin" for p in Path(state["cache_dir"]).rglob("*"))
+    ct.disable()
+    assert triton.knobs.cache.dir == base == os.environ["TRITON_CACHE_DIR"]
+    assert compile_add().asm["ptx"] == stock.asm["ptx"]
+
+
+@pytest.mark.skipif(hook._folds_hook_key(triton.__version__), reason="Triton >= 3.7 asks the hook for a key")
+def test_triton_36_serves_the_stock_cubin_to_a_hook_from_a_shared_cache(env, stock):
+    """Why enable() moves the cache: the hook alone, in the stock cache, never sees the kernel."""
+    calls = []
+    triton.knobs.runtime.add_stages_inspection_hook = lambda *a: calls.append(a)
+    assert compile_add().asm["ptx"] == stock.asm["ptx"] and calls == []
+
+
+def test_the_key_for_triton_37_caches(env, stock):
+    """Triton >= 3.7 folds `key` into the compile hash (which the tuned key records hook-free) and `hash`
+    into the JIT's in-memory cache."""
+    state = ct.enable(make_db(env / "t.sqlite", stock, tune(stock.asm["ptx"])))
+    assert triton.knobs.runtime.add_stages_inspection_hook() == ("", state["content_hash"])
+    ct.disable()
+    triton.knobs.runtime.add_stages_inspection_hook = lambda *a: ("theirs", "h") if not a else None
+    state = ct.enable(env / "t.sqlite")
+    assert triton.knobs.runtime.add_stages_inspection_hook() == ("theirs", f"h-{state['content_hash']}")
+
+
+def test_the_key_ignores_where_the_kernel_source_lives(env):
+    """Triton writes the source's absolute path into the PTX's debug sections; its hash ignores it: so must
+    the stock-PTX hash, or a kernel tuned in one checkout would never hit in another."""
+    src = "import triton\nimport triton.language as tl\n\n\n" + _source_of_add()
+    kernels = []
+    for where in ("a", "b"):
+        (env / where).mkdir()
+        (env / where / "kmod.py").write_text(src)
+        spec = importlib.util.spec_from_file_location(f"kmod_{where}", env / where / "kmod.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        with triton.knobs.compilation.scope():
+            triton.knobs.compilation.always_compile = True  # else b is a's cache hit, with a's paths
+            kernels.append(compile_add(module.add_kernel))
+    a, b = kernels
+    assert a.metadata.hash == b.metadata.hash and a.asm["ptx"] != b.asm["ptx"]
+    assert ptx_identity_sha256(a.asm["ptx"]) == ptx_identity_sha256(b.asm["ptx"])
+
+
+def _source_of_add() -> str:
+    import inspect
+
+    return inspect.getsource(add_kernel.fn)
+
+
+def test_the_db_comes_from_chronos_tuned(env, stock, monkeypatch):
+    with pytest.raises(ChronosError, match="CHRONOS_TUNED"):
+        ct.enable()
+    monkeypatch.setenv(hook.ENV_DB, str(make_db(env / "t.sqlite", stock, tune(stock.asm["ptx"]))))
+    assert ct.enable(gpu=GPU, driver=DRIVER, ptxas="0.0")["entries"] == 1
+    assert compile_add().asm["ptx"] == stock.asm["ptx"]  # the injected ptxas version misses
+    assert "ptxas is '0.0' here" in ct.stats()["reasons"]["add_kernel"]
+    with pytest.raises(ChronosError, match="unknown mode"):
+        ct.enable(mode="measure")
+
+
+def test_enable_without_the_hook_api_is_a_clear_error(env, monkeypatch):
+    monkeypatch.delitem(triton.knobs.runtime.__dict__, "add_stages_inspection_hook", raising=False)
+    monkeypatch.delattr(type(triton.knobs.runtime), "add_stages_inspection_hook")
+    with pytest.raises(ToolchainError, match="no knobs.runtime.add_stages_inspection_hook.*Triton >= 3.6"):
+        ct.enable(env / "t.sqlite")
+    monkeypatch.setitem(sys.modules, "triton", None)
+    with pytest.raises(ToolchainError, match="needs Triton >= 3.6"):
+        ct.enable(env / "t.sqlite")

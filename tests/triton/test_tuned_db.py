@@ -1,0 +1,169 @@
+"""The tuned DB: append-only, strict keys, newest row wins, errors name the file. Needs no Triton."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import replace
+
+import pytest
+
+from chronos import __version__
+from chronos.triton.tuned_db import (
+    ACTION_SPACE,
+    TunedDB,
+    TunedDBError,
+    TunedKey,
+    make_key,
+    ptx_identity_sha256,
+    show,
+)
+
+PTX = """//
+.version 8.7
+.target sm_90a
+.address_size 64
+
+.visible .entry k(
+	.param .u64 .ptr .global .align 1 k_param_0
+)
+.reqntid 128
+{
+	ret;
+}
+"""
+TUNED = PTX.replace(".reqntid 128\n", ".reqntid 128\n.maxnreg 64\n")
+VERIFIED = {"bit_exact": True, "draws": 3}
+
+
+def key(**kw) -> TunedKey:
+    base = make_key("h" * 64, PTX, "k", gpu="NVIDIA H200", driver="580.95.05 (CUDA 13.0)", ptxas="12.8.93")
+    return replace(base, **kw)
+
+
+def put(db: TunedDB, k: TunedKey | None = None, ptx: str = TUNED, ratio: float = 0.8, **kw):
+    return db.put(k or key(), kw.pop("actions", ["maxnreg_64"]), ptx, ratio, kw.pop("ci", (0.75, 0.85)),
+                  kw.pop("verification", VERIFIED), kw.pop("provenance", {"run": "test"}))
+
+
+def test_roundtrip_and_versions_in_the_key(tmp_path):
+    k = key()
+    assert (k.chronos_version, k.action_space) == (__version__, ACTION_SPACE)
+    with TunedDB(tmp_path / "t.sqlite") as db:
+        put(db)
+        e = db.get(k)
+    assert (e.actions, e.ptx, e.ratio, e.ci, e.verification) == (("maxnreg_64",), TUNED, 0.8, (0.75, 0.85),
+                                                                  VERIFIED)
+    assert e.key == k and e.provenance == {"run": "test"} and e.created_at.endswith("Z")
+
+
+def test_newest_row_wins_and_every_field_is_in_the_key(tmp_path):
+    with TunedDB(tmp_path / "t.sqlite") as db:
+        put(db, ratio=0.9)
+        put(db, ratio=0.7, ci=(0.6, 0.8))
+        assert db.get(key()).ratio == 0.7
+        assert [e.ratio for e in db.entries()] == [0.7]
+        for field, other in [("chronos_version", "0.0.9"), ("action_space", "seed-21"), ("driver", "570.1"),
+                             ("gpu", "NVIDIA H100"), ("ptxas", "13.0.88"), ("triton_hash", "g" * 64),
+                             ("stock_ptx_sha256", "0" * 64)]:
+            stale = replace(key(), **{field: other})
+            assert db.get(stale) is None, field
+            assert key().differences(stale) == {field: (getattr(key(), field), other)}
+
+
+def test_append_only(tmp_path):
+    path = tmp_path / "t.sqlite"
+    with TunedDB(path) as db:
+        put(db)
+    with sqlite3.connect(path) as raw:
+        for sql in ("UPDATE tuned SET ratio = 0.1", "DELETE FROM tuned"):
+            with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+                raw.execute(sql)
+
+
+def test_content_hash_follows_the_live_entries(tmp_path):
+    with TunedDB(tmp_path / "t.sqlite") as db:
+        empty = db.content_hash()
+        put(db)
+        one = db.content_hash()
+        put(db, ratio=0.75)  # same key, same PTX: same content
+        assert db.content_hash() == one
+        put(db, ptx=TUNED.replace("maxnreg 64", "maxnreg 128"), actions=["maxnreg_128"])
+        assert len({empty, one, db.content_hash()}) == 3
+
+
+def test_put_refuses_what_could_never_be_deployed(tmp_path):
+    with TunedDB(tmp_path / "t.sqlite") as db:
+        with pytest.raises(TunedDBError, match="exactly the entry 'k'"):
+            put(db, ptx=TUNED.replace(".entry k(", ".entry k2("))
+        with pytest.raises(TunedDBError, match="unknown actions"):
+            put(db, actions=["unroll_8"])
+        for ratio, ci in [(float("nan"), (0.7, 0.9)), (0.8, (0.9, 0.7)), (-1.0, (0.7, 0.9))]:
+            with pytest.raises(TunedDBError, match="finite and positive"):
+                put(db, ratio=ratio, ci=ci)
+        with pytest.raises(TunedDBError, match="verification"):
+            put(db, verification={})
+        with pytest.raises(TunedDBError, match="JSON"):
+            put(db, provenance={"x": object()})
+        with pytest.raises(TunedDBError, match="non-empty strings: gpu"):
+            key(gpu="")
+        assert db.entries() == []
+
+
+def test_readonly_open_creates_and_writes_nothing(tmp_path):
+    missing, empty = tmp_path / "none.sqlite", tmp_path / "empty.sqlite"
+    with pytest.raises(TunedDBError, match=f"{missing} does not exist"):
+        TunedDB(missing, readonly=True)
+    assert not missing.exists()
+    empty.write_bytes(b"")
+    with pytest.raises(TunedDBError, match=f"{empty} has schema version 0 and no table"):
+        TunedDB(empty, readonly=True)
+    assert empty.read_bytes() == b""
+    path = tmp_path / "t.sqlite"
+    with TunedDB(path) as db:
+        put(db)
+    written = f"cannot write to tuned DB {path}"
+    with TunedDB(path, readonly=True) as ro, pytest.raises(TunedDBError, match=written):
+        put(ro)
+
+
+def test_damaged_files_are_errors_naming_the_file(tmp_path):
+    garbage = tmp_path / "garbage.sqlite"
+    garbage.write_bytes(b"not a database at all" * 100)
+    for readonly in (True, False):
+        with pytest.raises(TunedDBError, match=str(garbage)):
+            TunedDB(garbage, readonly=readonly)
+    edited = tmp_path / "edited.sqlite"
+    with TunedDB(edited) as db:
+        put(db)
+    with sqlite3.connect(edited) as raw:  # a hand edit past the triggers: drop them, change the PTX
+        raw.executescript("DROP TRIGGER no_update; UPDATE tuned SET ptx = ptx || ' ';")
+    with TunedDB(edited, readonly=True) as db, pytest.raises(TunedDBError, match="row 1 does not match"):
+        db.get(key())
+
+
+def test_show_is_a_table(tmp_path):
+    path = tmp_path / "t.sqlite"
+    with TunedDB(path) as db:
+        put(db)
+    text = show(path)
+    assert "kernel" in text.splitlines()[0] and "maxnreg_64" in text and "0.800 [0.750, 0.850]" in text
+    assert "NVIDIA H200" in text and "1 tuned kernel(s)" in text
+
+
+def test_ptx_identity_ignores_source_paths_only():
+    where = "\t.file\t1 \"/home/a/k.py\"\n\t.section\t.debug_info\n\t{\n.b8 47\n\t}\n"
+    elsewhere = where.replace("/home/a", "/srv/b").replace(".b8 47", ".b8 115")
+    assert ptx_identity_sha256(PTX + where) == ptx_identity_sha256(PTX + elsewhere)
+    assert ptx_identity_sha256(PTX + where) != ptx_identity_sha256(TUNED + where)
+
+
+def test_chronos_tuned_show_lists_the_db(tmp_path, capsys):
+    from chronos.cli import main
+
+    path = tmp_path / "tuned.sqlite"
+    with TunedDB(path) as db:
+        put(db)
+    assert main(["tuned", "show", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "maxnreg_64" in out and "0.800 [0.750, 0.850]" in out and "1 tuned kernel(s)" in out
+    assert main(["tuned", "show", str(tmp_path / "none.sqlite")]) == 2
