@@ -42,10 +42,13 @@ def pick(search: dict, n: int) -> list[tuple[str, str, tuple[str, ...]]]:
     return [(f, k, s) for _, f, k, s in (faster + sorted(rest))[:n]]
 
 
-def measure(search_path: Path, kernels: Path, n: int, rounds: int | None = None) -> dict:
+def measure(search_path: Path, kernels: Path, n: int, rounds: int | None = None,
+            max_rounds: int | None = None) -> dict:
     cfg = load(Path("params.yaml"))
     if rounds:  # an ablation: the same protocol with more rounds (narrower intervals)
         cfg = dataclasses.replace(cfg, timing=dataclasses.replace(cfg.timing, rounds=rounds))
+    if max_rounds:  # the adaptive protocol: more rounds only where an interval is still wide
+        cfg = dataclasses.replace(cfg, timing=dataclasses.replace(cfg.timing, max_rounds=max_rounds))
     chosen = pick(json.loads(search_path.read_text()), n)
     out = {}
     with tempfile.TemporaryDirectory() as tmp, GpuBackend(Path(tmp) / "scratch.sqlite", cfg.measure) as b:
@@ -55,6 +58,7 @@ def measure(search_path: Path, kernels: Path, n: int, rounds: int | None = None)
                 cmp, idx = ev.compare([best])
                 est = cmp.estimate(idx[0], cfg.timing)
                 out[kernel] = {"family": family, "set": list(best), "ratio": est.ratio,
+                               "rounds": est.rounds,
                                "ci": [est.low, est.high],
                                "verdict": cmp.verdict(idx[0], cfg.timing, cfg.search.greedy.min_gain),
                                "primary": cmp.primary, "baseline_ms": cmp.time_ms(0)[0],
@@ -80,6 +84,7 @@ def main() -> int:
     ap.add_argument("--json", type=Path)
     ap.add_argument("--compare", nargs=2, type=Path)
     ap.add_argument("--rounds", type=int, help="timing.rounds for this run (default: params.yaml)")
+    ap.add_argument("--max-rounds", type=int, help="timing.max_rounds (adaptive) for this run")
     a = ap.parse_args()
     if a.compare:
         res = compare(*(json.loads(p.read_text()) for p in a.compare))
@@ -88,7 +93,7 @@ def main() -> int:
         print(f"max |diff| {100 * res['max_abs_diff']:.2f}%, "
               f"{res['within_1pct']} of {len(res['kernels'])} within 1%")
     else:
-        res = measure(a.search, a.kernels, a.n, a.rounds)
+        res = measure(a.search, a.kernels, a.n, a.rounds, a.max_rounds)
     if a.json:
         a.json.write_text(json.dumps(res, indent=1))
     return 0

@@ -5,7 +5,7 @@
 #   search    stage search_triton (greedy in wall time, both tiers)
 #   evaluate  stage evaluate (the policy through the optimize path in time, both tiers, probes)
 #   cross     benchmarks/bench_cross_run.py (10 kernels' best vs baseline, fresh scratch store; CROSS_ROUNDS
-#             overrides timing.rounds) -> cross_$TAG.json
+#             overrides timing.rounds, CROSS_MAX_ROUNDS timing.max_rounds) -> cross_$TAG.json
 #   drift     benchmarks/bench_drift.py -> drift_$TAG.json
 #   gputests  the GPU tests (pytest -m gpu) of measure and search
 # The store, the reports and the built tiers come back in one $OUT/result_$TAG.tgz (the device returns a
@@ -44,6 +44,7 @@ for s in ${STEPS:-}; do
     cross)
       step cross
       timeout 200 python3 benchmarks/bench_cross_run.py ${CROSS_ROUNDS:+--rounds $CROSS_ROUNDS} \
+        ${CROSS_MAX_ROUNDS:+--max-rounds $CROSS_MAX_ROUNDS} \
         --json "$OUT/cross_$TAG.json" > "$OUT/cross_$TAG.log" 2>&1
       echo "cross: exit $?" | tee -a "$OUT/summary_$TAG.txt"; tail -3 "$OUT/cross_$TAG.log" ;;
     drift)

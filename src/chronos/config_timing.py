@@ -21,6 +21,9 @@ def _check(ok: bool, key: str, why: str) -> None:
         raise ConfigError(f"{key}: {why}")
 
 
+_ADAPTIVE = ("max_rounds", "rounds_step", "target_halfwidth")
+
+
 @dataclass(frozen=True)
 class TimingConfig:
     """Side-by-side timing of one decision's contenders (a greedy step, an optimize call, an A/A test).
@@ -39,6 +42,9 @@ class TimingConfig:
             same for every contender and dilutes every ratio towards 1); longer ones on single launches.
         confidence: two-sided level of the bootstrap interval of a contender's time ratio to its baseline.
         resamples: bootstrap resamples (seeded: a verdict replays identically from the stored samples).
+        max_rounds: 0 (off) or the adaptive protocol's cap: after `rounds`, batches of `rounds_step` more
+            rounds run while some contender's interval against the baseline is wider than
+            `target_halfwidth` (half its log-width), up to this many rounds in all.
     """
 
     rounds: int = 15
@@ -50,6 +56,9 @@ class TimingConfig:
     graph_below_us: float = 20.0
     confidence: float = 0.99
     resamples: int = 4000
+    max_rounds: int = 0
+    rounds_step: int = 5
+    target_halfwidth: float = 0.004
 
     def __post_init__(self) -> None:
         _check(self.rounds >= 5, "timing.rounds",
@@ -61,11 +70,18 @@ class TimingConfig:
         _check(self.graph_reps >= 1, "timing.graph_reps", f"must be >= 1, got {self.graph_reps}")
         _check(0.5 < self.confidence < 1, "timing.confidence", f"must be in (0.5, 1), got {self.confidence}")
         _check(self.resamples >= 200, "timing.resamples", f"must be >= 200, got {self.resamples}")
+        _check(self.max_rounds == 0 or self.max_rounds >= self.rounds, "timing.max_rounds",
+               f"must be 0 (off) or >= timing.rounds, got {self.max_rounds}")
+        _check(self.rounds_step >= 1 and self.target_halfwidth > 0, "timing.rounds_step",
+               "rounds_step must be >= 1 and target_halfwidth > 0")
 
     def timing_hash(self, measure_hash: str) -> str:
         """Keys stored comparisons: these knobs and the measure block's hash (draws, seed, flush, arch)."""
-        blob = json.dumps({"timing": asdict(self), "measure": measure_hash}, sort_keys=True,
-                          separators=(",", ":"))
+        knobs = asdict(self)
+        if not self.max_rounds:  # added later: off, the adaptive knobs stay out, so older keys still hold
+            for k in _ADAPTIVE:
+                knobs.pop(k)
+        blob = json.dumps({"timing": knobs, "measure": measure_hash}, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def to_json(self) -> dict:

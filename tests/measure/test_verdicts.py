@@ -55,3 +55,25 @@ def test_simulated_aa_false_verdict_rates_stay_under_one_percent():
 
 def test_geomean():
     assert geomean([2.0, 8.0]) == pytest.approx(4.0) and geomean([]) is None
+
+
+def test_the_adaptive_protocol_stops_when_every_interval_is_narrow_enough():
+    from chronos.config_timing import TimingConfig
+    from chronos.measure.timing import too_wide
+
+    tcfg = TimingConfig(max_rounds=60, target_halfwidth=0.004)
+    base, noisy = _rounds(0.9, 0.03, seed=6)
+    assert not too_wide({0: base, 1: list(base)}, [0, 1], tcfg)  # a copy: the interval is a point
+    assert too_wide({0: base, 1: noisy}, [0, 1], tcfg)
+    assert not too_wide({0: base}, [0], tcfg)  # nothing to compare with
+
+
+def test_adaptive_knobs_stay_out_of_the_key_while_off():
+    import dataclasses
+
+    from chronos.config_timing import TimingConfig
+
+    off = TimingConfig()
+    same = dataclasses.replace(off, rounds_step=9, target_halfwidth=0.1)
+    assert off.timing_hash("m") == same.timing_hash("m")
+    assert off.timing_hash("m") != dataclasses.replace(off, max_rounds=40).timing_hash("m")

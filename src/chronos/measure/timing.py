@@ -20,6 +20,7 @@ pycuda 2026.1 has no graph API: capture goes through the driver (libcuda) with c
 from __future__ import annotations
 
 import ctypes
+import math
 import random
 import statistics
 
@@ -29,6 +30,7 @@ from chronos.config import MeasureConfig
 from chronos.config_timing import TimingConfig
 from chronos.errors import CudaFault
 from chronos.kernels.spec import KernelSpec
+from chronos.measure.verdicts import ratio_estimate
 from chronos.measure.verify_device import DeviceDraws, helper_kernel, verify_all
 
 SPIN_ENTRY = "chronos_spin"
@@ -198,20 +200,48 @@ def compare(runner, spec: KernelSpec, mcfg: MeasureConfig, tcfg: TimingConfig, b
         runner._free(bufs.values())
 
 
+def _one_round(timer: _Timer, tcfg: TimingConfig, ks, args, live, exes, seed: int, r: int, event, graph):
+    order = [*live, *([-1] if -1 in exes else [])]
+    random.Random(seed * 7919 + r).shuffle(order)
+    for i in order:
+        if i >= 0:
+            event[i].append(_median(timer.single(ks[i], args, tcfg.reps)))
+        if i in exes:
+            graph[i].append(_median(timer.graph_samples(exes[i], tcfg.graph_reps)))
+
+
+def _per_launch(graph: dict) -> dict:
+    """Graph series minus the same round's flush-only graph: the kernel's per-launch time alone."""
+    if -1 not in graph:
+        return dict(graph)
+    flush = graph[-1]
+    out = {i: [g - f for g, f in zip(v, flush, strict=True)] for i, v in graph.items() if i != -1}
+    out[-1] = flush
+    return out
+
+
+def too_wide(series: dict[int, list[float]], live: list[int], tcfg: TimingConfig) -> bool:
+    """Whether some contender's interval against the first live one (the baseline) is still wider than
+    timing.target_halfwidth (half the log-width): the adaptive protocol then runs more rounds."""
+    if len(live) < 2:
+        return False
+    base = series[live[0]]
+    for i in live[1:]:
+        est = ratio_estimate(base, series[i], confidence=tcfg.confidence, resamples=1000, seed=i)
+        if (math.log(est.high) - math.log(est.low)) / 2 > tcfg.target_halfwidth:
+            return True
+    return False
+
+
 def _rounds(timer: _Timer, tcfg: TimingConfig, ks, args, live: list[int], exes: dict, seed: int) -> dict:
-    """Interleaved rounds: per round, each live contender (and the flush-only graph) once, shuffled."""
+    """Interleaved rounds: per round, each live contender (and the flush-only graph) once, shuffled. With
+    timing.max_rounds, batches of timing.rounds_step more rounds follow while an interval is too wide."""
     event: dict[int, list[float]] = {i: [] for i in live}
     graph: dict[int, list[float]] = {i: [] for i in exes}
-    for r in range(tcfg.rounds):
-        order = [*live, *([-1] if -1 in exes else [])]
-        random.Random(seed * 7919 + r).shuffle(order)
-        for i in order:
-            if i >= 0:
-                event[i].append(_median(timer.single(ks[i], args, tcfg.reps)))
-            if i in exes:
-                graph[i].append(_median(timer.graph_samples(exes[i], tcfg.graph_reps)))
-    if -1 in graph:  # per-launch time of the kernel alone: minus the same round's flush-only graph
-        flush = graph.pop(-1)
-        graph = {i: [g - f for g, f in zip(v, flush, strict=True)] for i, v in graph.items()}
-        graph[-1] = flush
-    return {"event": event, "graph": graph}
+    r = 0
+    while r < tcfg.rounds or (r < tcfg.max_rounds and too_wide(
+            _per_launch(graph) if exes else event, live, tcfg)):
+        for _ in range(tcfg.rounds if r < tcfg.rounds else tcfg.rounds_step):
+            _one_round(timer, tcfg, ks, args, live, exes, seed, r, event, graph)
+            r += 1
+    return {"event": event, "graph": _per_launch(graph)}
