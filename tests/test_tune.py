@@ -31,8 +31,7 @@ def _workload(tmp_path: Path) -> Path:
     for s in specs:
         shutil.copy(TRITON / s["ptx"], d / s["ptx"])
     (d / "triton.json").write_text(json.dumps({"rowmax_f32_r64_c8192": {
-        "hash": "a" * 64, "name": "row_max_kernel", "stock_ptx": "rowmax_f32_r64_c8192.ptx",
-        "ptxas": "12.8.93"}}))
+        "hash": "a" * 64, "name": "row_max_kernel", "stock_ptx": "rowmax_f32_r64_c8192.ptx"}}))
     return d
 
 
@@ -53,6 +52,8 @@ def test_tune_on_replay_writes_parts_and_a_db_of_the_deployable_faster_kernels(t
     with TunedDB(db, readonly=True) as t:
         (entry,) = t.entries()
     assert entry.key.kernel == "row_max_kernel" and entry.ratio < 0.995 and entry.ci[1] < 0.995
+    # the key holds what the comparison was measured with
+    assert (entry.key.gpu, entry.key.ptxas) == ("NVIDIA H200", "13.0.88")
     assert entry.ptx == (parts / "rowmax_f32_r64_c8192.ptx").read_text() and ".maxnreg" in entry.ptx
     assert "'entries': 1" in capsys.readouterr().out  # layernorm is faster too, but has no identity
 
@@ -84,3 +85,14 @@ def test_tune_shards_run_as_cluster_jobs(tmp_path):
     assert done == sorted(f"{k}.json" for k in KERNELS)
     with TunedDB(tmp_path / "tuned.sqlite", readonly=True) as t:
         assert [e.key.kernel for e in t.entries()] == ["row_max_kernel"]
+
+
+def test_tune_can_measure_with_tritons_own_ptxas():
+    pytest.importorskip("triton")
+    from chronos.toolchain import ptxas_version
+    from chronos.triton.hook import triton_ptxas_version
+    from chronos.tune import _ptxas
+
+    path = _ptxas("triton")
+    assert Path(path).name == "ptxas" and ptxas_version(path) == triton_ptxas_version(90)
+    assert _ptxas("/opt/x/ptxas") == "/opt/x/ptxas"

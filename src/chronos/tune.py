@@ -13,9 +13,10 @@ parts in one step (`--db`), never by concurrent jobs. `--budget` stops starting 
 seconds (the ones left are listed).
 
 A kernel becomes a DB entry only if it is faster and its directory has a `triton.json` with its Triton
-identity ({kernel: {"hash": Triton's compile hash, "name": entry, "stock_ptx": file, "ptxas": version of the
-ptxas Triton assembles with}}), written by capture. The key's GPU and driver are those the comparison was
-measured on, so a deployment elsewhere misses and runs stock.
+identity ({kernel: {"hash": Triton's compile hash, "name": entry, "stock_ptx": file}}), written by capture.
+The key's GPU, driver and ptxas are those the comparison was measured with, so a deployment elsewhere, or
+one whose Triton assembles with another ptxas, misses and runs stock: tune with `--ptxas triton` to measure
+the cubins Triton will build.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--store", type=Path, default=Path("data/store/measurements.sqlite"))
     p.add_argument("--checkpoint", type=Path, default=Path("models/checkpoint_best.pt"))
     p.add_argument("--params", type=Path, default=Path("params.yaml"))
+    p.add_argument("--ptxas", help="the ptxas that assembles the measured cubins; 'triton' = Triton's own, "
+                                   "the one that assembles them at deployment (the DB key records it)")
 
 
 def _selected(specs_json: Path, kernel: str | None, only: str | None):
@@ -53,6 +56,17 @@ def _selected(specs_json: Path, kernel: str | None, only: str | None):
     if kernel is not None and not specs:
         raise ChronosError(f"{specs_json}: no kernel named {kernel}")
     return specs
+
+
+def _ptxas(choice: str) -> str:
+    """A ptxas path, or Triton's own for 'triton' (what `chronos.triton` deploys with on sm_90)."""
+    if choice != "triton":
+        return choice
+    try:
+        from triton.backends.nvidia.compiler import get_ptxas
+    except ImportError as e:
+        raise ChronosError(f"--ptxas triton: Triton is not importable ({e})") from e
+    return get_ptxas(90).path
 
 
 def tune_kernels(args: argparse.Namespace, parts: Path) -> dict:
@@ -72,7 +86,8 @@ def tune_kernels(args: argparse.Namespace, parts: Path) -> dict:
     policy = load_model(args.checkpoint).eval()
     t0, counts = time.perf_counter(), {"done": 0, "failed": 0, "left": []}
     parts.mkdir(parents=True, exist_ok=True)
-    with backend_with_atlas(args.backend, args.store, cfg.measure) as backend:
+    kw = {"ptxas": _ptxas(args.ptxas)} if args.ptxas else {}
+    with backend_with_atlas(args.backend, args.store, cfg.measure, **kw) as backend:
         for spec in progress(todo, desc="tune", unit="kernel"):
             if args.budget is not None and time.perf_counter() - t0 > args.budget:
                 counts["left"].append(spec.kernel)
@@ -117,7 +132,7 @@ def write_db(dir_: Path, parts: Path, db_path: Path) -> dict:
             tuned = (parts / f"{row['kernel']}.ptx").read_text()
             prov = row["provenance"]
             key = make_key(ident["hash"], stock, ident["name"], gpu=prov["gpu"], driver=prov["driver"],
-                           ptxas=ident["ptxas"])
+                           ptxas=prov["ptxas"])
             db.put(key, best["actions"], tuned, best["ratio"], tuple(best["ci"]),
                    {"bit_exact": True, "draws": "measure.input_draws", "verdict": best["verdict"]},
                    {"measured_at": row.get("measured_at", ""), "kernel": row["kernel"]})
