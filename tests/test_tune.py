@@ -54,6 +54,7 @@ def test_tune_on_replay_writes_parts_and_a_db_of_the_deployable_faster_kernels(t
     assert entry.key.kernel == "row_max_kernel" and entry.ratio < 0.995 and entry.ci[1] < 0.995
     # the key holds what the comparison was measured with
     assert (entry.key.gpu, entry.key.ptxas) == ("NVIDIA H200", "13.0.88")
+    assert entry.verification["bit_exact"] and entry.verification["draws"] == 2  # measure.input_draws
     assert entry.ptx == (parts / "rowmax_f32_r64_c8192.ptx").read_text() and ".maxnreg" in entry.ptx
     assert "'entries': 1" in capsys.readouterr().out  # layernorm is faster too, but has no identity
 

@@ -19,17 +19,13 @@ from pathlib import Path
 import yaml
 
 from chronos.config_timing import TimingConfig
+from chronos.config_timing import check as _check
 from chronos.errors import ConfigError
 
 # Keys that change what is measured go into MeasureConfig.config_hash(); operational keys (how many workers,
 # where the watchdog fires, how many ptxas processes) do not, so changing them never invalidates the store.
 _OPERATIONAL = frozenset({"watchdog_s", "compile_workers", "gpus", "backend", "startup_timeout_s",
                           "one_gpu_per_kernel"})
-
-
-def _check(ok: bool, key: str, why: str) -> None:
-    if not ok:
-        raise ConfigError(f"{key}: {why}")
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,11 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass
 
+from chronos.errors import ConfigError
 
-def _check(ok: bool, key: str, why: str) -> None:
-    from chronos.errors import ConfigError
 
+def check(ok: bool, key: str, why: str) -> None:
+    """A ConfigError naming the dotted key unless `ok` (every block of chronos.config checks with it)."""
     if not ok:
         raise ConfigError(f"{key}: {why}")
 
@@ -61,18 +62,18 @@ class TimingConfig:
     target_halfwidth: float = 0.004
 
     def __post_init__(self) -> None:
-        _check(self.rounds >= 5, "timing.rounds",
+        check(self.rounds >= 5, "timing.rounds",
                f"must be >= 5 (the bootstrap resamples rounds), got {self.rounds}")
-        _check(self.reps >= 1, "timing.reps", f"must be >= 1, got {self.reps}")
-        _check(self.l2 in ("cold", "warm"), "timing.l2", f"must be cold or warm, got {self.l2!r}")
-        _check(self.spin_us >= 0, "timing.spin_us", f"must be >= 0, got {self.spin_us}")
-        _check(self.graph_launches >= 1, "timing.graph_launches", f"must be >= 1, got {self.graph_launches}")
-        _check(self.graph_reps >= 1, "timing.graph_reps", f"must be >= 1, got {self.graph_reps}")
-        _check(0.5 < self.confidence < 1, "timing.confidence", f"must be in (0.5, 1), got {self.confidence}")
-        _check(self.resamples >= 200, "timing.resamples", f"must be >= 200, got {self.resamples}")
-        _check(self.max_rounds == 0 or self.max_rounds >= self.rounds, "timing.max_rounds",
+        check(self.reps >= 1, "timing.reps", f"must be >= 1, got {self.reps}")
+        check(self.l2 in ("cold", "warm"), "timing.l2", f"must be cold or warm, got {self.l2!r}")
+        check(self.spin_us >= 0, "timing.spin_us", f"must be >= 0, got {self.spin_us}")
+        check(self.graph_launches >= 1, "timing.graph_launches", f"must be >= 1, got {self.graph_launches}")
+        check(self.graph_reps >= 1, "timing.graph_reps", f"must be >= 1, got {self.graph_reps}")
+        check(0.5 < self.confidence < 1, "timing.confidence", f"must be in (0.5, 1), got {self.confidence}")
+        check(self.resamples >= 200, "timing.resamples", f"must be >= 200, got {self.resamples}")
+        check(self.max_rounds == 0 or self.max_rounds >= self.rounds, "timing.max_rounds",
                f"must be 0 (off) or >= timing.rounds, got {self.max_rounds}")
-        _check(self.rounds_step >= 1 and self.target_halfwidth > 0, "timing.rounds_step",
+        check(self.rounds_step >= 1 and self.target_halfwidth > 0, "timing.rounds_step",
                "rounds_step must be >= 1 and target_halfwidth > 0")
 
     def timing_hash(self, measure_hash: str) -> str:

@@ -15,12 +15,12 @@ never measured is `unmeasured` and the path goes on with the others.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from chronos.config import EnvConfig
 from chronos.errors import ChronosError
 from chronos.kernels.spec import KernelSpec, judged_in_cycles
+from chronos.measure.verdicts import geomean
 from chronos.ptx import emit
 from chronos.rl.decode import KernelSpace, beam_decode, greedy_decode
 from chronos.search.base import Evaluator, Outcome, clearly_faster
@@ -181,11 +181,6 @@ def optimize(spec: KernelSpec, module, backend, policy, *, max_steps: int, min_g
     if res.chosen:
         res.ptx = emit(space.module(res.chosen))
     return res
-
-
-def geomean(vals: list) -> float | None:
-    vals = [v for v in vals if v]
-    return math.exp(sum(map(math.log, vals)) / len(vals)) if vals else None
 
 
 def summarize(rows: list[dict]) -> dict:

@@ -22,7 +22,6 @@ from chronos.config_timing import TimingConfig
 from chronos.errors import ChronosError
 from chronos.kernels.spec import KernelSpec
 from chronos.measure.verdicts import FASTER, SLOWER, geomean
-from chronos.ptx import emit
 from chronos.rl.decode import KernelSpace, beam_decode, greedy_decode
 from chronos.search.timed import TimedEvaluator, time_row
 
@@ -97,7 +96,7 @@ def optimize_time(spec: KernelSpec, module, backend, policy, *, max_steps: int, 
     faster = [r for r in [res.greedy, *res.beam, *res.fixed] if r["verdict"] == FASTER]
     if faster:
         res.chosen = tuple(min(faster, key=lambda r: r["ratio"])["actions"])
-        res.ptx = emit(space.module(res.chosen))
+        res.ptx = ev.ptx[res.chosen]  # the PTX that was measured, not a second realisation
     return res
 
 

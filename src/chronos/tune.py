@@ -96,7 +96,8 @@ def tune_kernels(args: argparse.Namespace, parts: Path) -> dict:
                 res = optimize_time(spec, load_module(specs_json, spec), backend, policy,
                                     max_steps=cfg.predict.max_steps, min_gain=cfg.search.greedy.min_gain,
                                     beam=cfg.predict.beam, timing=cfg.timing, extra=fixed)
-                row = {**res.to_json(), "provenance": backend.provenance()}
+                row = {**res.to_json(), "provenance": backend.provenance(),
+                       "verified_draws": cfg.measure.input_draws}
             except ChronosError as e:  # recorded as this kernel's answer; the run goes on
                 row = {"kernel": spec.kernel, "verdict": "unmeasured",
                        "error": " ".join(str(e).split())[:400]}
@@ -134,7 +135,7 @@ def write_db(dir_: Path, parts: Path, db_path: Path) -> dict:
             key = make_key(ident["hash"], stock, ident["name"], gpu=prov["gpu"], driver=prov["driver"],
                            ptxas=prov["ptxas"])
             db.put(key, best["actions"], tuned, best["ratio"], tuple(best["ci"]),
-                   {"bit_exact": True, "draws": "measure.input_draws", "verdict": best["verdict"]},
+                   {"bit_exact": True, "draws": row["verified_draws"], "verdict": best["verdict"]},
                    {"measured_at": row.get("measured_at", ""), "kernel": row["kernel"]})
             counts["entries"] += 1
     return counts

@@ -14,7 +14,6 @@ replay backend the atlas lookup (search/atlas_replay.py builds both).
 
 from __future__ import annotations
 
-import base64
 import concurrent.futures as cf
 import functools
 import hashlib
@@ -31,6 +30,7 @@ from chronos.kernels.spec import KernelSpec
 from chronos.measure.comparison import Comparison
 from chronos.measure.sidebyside import gpu_compare, replay_compare
 from chronos.measure.store import Record, Store
+from chronos.measure.worker import encode_cubin
 from chronos.variant import Variant, sha256_text
 
 Realize = Callable[[tuple[str, str], tuple[str, ...]], "str | None"]
@@ -110,10 +110,6 @@ class _Run:
     compiled: dict[tuple[int, int], Compiled] = field(default_factory=dict)
     first_of: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)  # (kernel, SASS) -> job
     copies: list[tuple[tuple[int, int], tuple[int, int]]] = field(default_factory=list)  # (copy, of job)
-
-
-def _b64(sha: str, cubin: bytes) -> list:
-    return [sha, base64.b64encode(cubin).decode()]
 
 
 class GpuBackend:
@@ -221,8 +217,8 @@ class GpuBackend:
                 continue
             run.first_of[spec.kernel, c.sass] = (g, i)
             yield {"id": f"{g}:{i}", "op": "measure", "spec": spec.to_json(), "config": self.config.to_json(),
-                   "baseline": _b64(base.sha, base.cubin), "variant": _b64(c.sha, c.cubin),
-                   "cycles": _b64(*c.cycles) if c.cycles else None, "_base": base.sha}
+                   "baseline": encode_cubin(base.sha, base.cubin), "variant": encode_cubin(c.sha, c.cubin),
+                   "cycles": encode_cubin(*c.cycles) if c.cycles else None, "_base": base.sha}
 
     def _compiled(self, run: _Run, g: int, i: int, fut: cf.Future) -> tuple[Compiled, Compiled] | None:
         """(baseline, variant) compiled, or None once the failure is recorded as the variant's result."""
@@ -273,8 +269,8 @@ class GpuBackend:
         def jobs():
             for g, (spec, base, cands) in enumerate(groups):
                 yield {"id": str(g), "op": "rounds", "spec": spec.to_json(), "config": cfg.to_json(),
-                       "baseline": _b64(base.sha, base.cubin), "rounds": rounds, "realloc": realloc,
-                       "candidates": [[_b64(c.sha, c.cubin), _b64(*c.cycles)] for c in cands]}
+                       "baseline": encode_cubin(base.sha, base.cubin), "rounds": rounds, "realloc": realloc,
+                       "candidates": [[encode_cubin(c.sha, c.cubin), encode_cubin(*c.cycles)] for c in cands]}
 
         def on_result(job: dict, ans: dict) -> None:
             g = int(job["id"])
@@ -325,12 +321,13 @@ class ReplayBackend:
         self.store = Store(self.path, readonly=True)
         self.gpu = gpu
         self._last: Record | None = None
+        self._cmp_prov: dict | None = None  # of the last replayed comparison
         self.atlas = atlas
 
     def provenance(self) -> dict:
         r = self._last
         if r is None:
-            return getattr(self, "_cmp_prov", None) or {"gpu": "?", "driver": "?", "ptxas": "?"}
+            return self._cmp_prov or {"gpu": "?", "driver": "?", "ptxas": "?"}
         return {"gpu": r.gpu, "driver": r.driver, "ptxas": r.ptxas}
 
     def measure(self, spec: KernelSpec, variants: list[Variant], *,

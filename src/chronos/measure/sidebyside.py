@@ -12,12 +12,11 @@ marked `fault:<CUDA error>` and the rest are compared again together.
 
 from __future__ import annotations
 
-import base64
-
 from chronos.config_timing import TimingConfig
 from chronos.errors import ComparisonMissError, MeasureError, PtxasError
 from chronos.kernels.spec import KernelSpec
 from chronos.measure.comparison import Comparison, Contender, contenders_key
+from chronos.measure.worker import encode_cubin
 from chronos.variant import Variant
 
 
@@ -78,16 +77,13 @@ def gpu_compare(backend, spec: KernelSpec, variants: list[Variant], timing: Timi
     return cmp
 
 
-def _b64(c) -> list:
-    return [c.sha, base64.b64encode(c.cubin).decode()]
-
-
 def _job(backend, spec, timing, base, comps: list) -> dict:
     """One worker answer for `comps` beside `base` (a fault or dead worker gives an answer without
     `contenders`)."""
     answers = []
     job = {"id": "0", "op": "compare", "spec": spec.to_json(), "config": backend.config.to_json(),
-           "timing": timing.to_json(), "baseline": _b64(base), "contenders": [_b64(c) for c in comps]}
+           "timing": timing.to_json(), "baseline": encode_cubin(base.sha, base.cubin),
+           "contenders": [encode_cubin(c.sha, c.cubin) for c in comps]}
     budget = backend.config.watchdog_s * max(2, len(comps))
     backend.pool.run([job], lambda _job, ans: answers.append(ans), timeout_of=lambda _job: budget)
     return answers[0] if answers else {"reason": "worker_error", "log": "no answer"}

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from chronos.measure.inputs import stats
+
 FASTER, SLOWER, SAME = "faster", "slower", "no_difference"
 
 
@@ -63,6 +65,5 @@ def geomean(vals) -> float | None:
 
 
 def median_iqr(values: list[float]) -> tuple[float, float]:
-    v = np.asarray([x for x in values if x is not None], dtype=np.float64)
-    q1, med, q3 = np.percentile(v, [25, 50, 75])
-    return float(med), float(q3 - q1)
+    s = stats([x for x in values if x is not None])
+    return s["median"], s["iqr"]

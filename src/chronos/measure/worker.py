@@ -31,6 +31,11 @@ from chronos.kernels.spec import KernelSpec
 STICKY_EXIT = 3
 
 
+def encode_cubin(sha: str, cubin: bytes) -> list:
+    """A cubin as it travels to a worker: [sha, base64] (what `_cubin` decodes)."""
+    return [sha, base64.b64encode(cubin).decode()]
+
+
 def _cubin(pair) -> tuple[str, bytes] | None:
     if pair is None:
         return None

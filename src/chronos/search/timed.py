@@ -68,6 +68,8 @@ class TimedEvaluator:
         self.spec, self.root, self.backend = spec, root, backend
         self.timing, self.min_gain = timing, min_gain
         self.root_ptx = emit(root)
+        self.ptx: dict[tuple[str, ...], str] = {(): self.root_ptx}
+        """The PTX of every set compared so far (what was measured is what is shipped)."""
         self.stamps: list[str] = []
         self.count = 0
 
@@ -86,7 +88,8 @@ class TimedEvaluator:
                     idx.append(None)
                     continue
                 where[k] = len(variants)
-                variants.append(Variant(self.spec, emit(module), k))
+                self.ptx.setdefault(k, emit(module))
+                variants.append(Variant(self.spec, self.ptx[k], k))
             idx.append(where[k])
         cmp = self.backend.compare(self.spec, variants, self.timing)
         self.count += 1

@@ -69,10 +69,10 @@ def _body(args, cfg) -> int:
     policy = load_model(args.checkpoint).eval()
     families = cfg.search.triton.families
     tiers: dict[str, list[dict]] = {f: [] for f in families}
-    specs = {}
     backend = open_backend(args, cfg)
     try:
         peaks = measure_peaks(args.kernels, backend, cfg)
+        peak = _peaks(peaks)
         for family, specs_json, spec in progress(list(kernels_of(args.kernels, families)), desc="evaluate",
                                                  unit="kernel"):
             try:
@@ -83,7 +83,9 @@ def _body(args, cfg) -> int:
             except ChronosError as e:
                 row = {"kernel": spec.kernel, "verdict": "unmeasured",
                        "error": " ".join(str(e).split())[:400]}
-            specs[spec.kernel] = spec
+            if peak and row.get("baseline") and row["baseline"].get("time_ms"):
+                row["roofline"] = probes.roofline(spec, row["baseline"]["time_ms"],
+                                                  peak["peak_bandwidth_Bps"], peak["peak_flops"])
             tiers[family].append(row)
             print(f"evaluate: {spec.kernel:44s} {'+'.join(row['sequence']) if 'sequence' in row else '':40s} "
                   f"{row['verdict']} -> {row.get('returned', '-')} {row.get('speedup_time', 0):.4f}",
@@ -91,12 +93,6 @@ def _body(args, cfg) -> int:
         prov = backend.provenance()
     finally:
         backend.close()
-    peak = _peaks(peaks)
-    for rows in tiers.values():
-        for row in rows:
-            if peak and row.get("baseline") and row["baseline"].get("time_ms"):
-                row["roofline"] = probes.roofline(specs[row["kernel"]], row["baseline"]["time_ms"],
-                                                  peak["peak_bandwidth_Bps"], peak["peak_flops"])
     out = {"provenance": {**prov, "checkpoint": str(args.checkpoint)}, "probes": peaks, "peaks": peak,
            "tiers": {f: {"summary": summarize_time(rows), "kernels": rows} for f, rows in tiers.items()}}
     write_json(args.out, out)
