@@ -57,7 +57,7 @@ class TimingConfig:
     graph_below_us: float = 20.0
     confidence: float = 0.99
     resamples: int = 4000
-    max_rounds: int = 0
+    max_rounds: int = 60
     rounds_step: int = 5
     target_halfwidth: float = 0.004
 
