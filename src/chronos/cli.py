@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from chronos import optimize_cli, tune
+from chronos import capture, optimize_cli, tune
 from chronos.errors import ChronosError
 
 EXIT_OK, EXIT_DIFFER, EXIT_ERROR = 0, 1, 2
@@ -105,6 +105,10 @@ def build_parser() -> argparse.ArgumentParser:
                                         "(measured on a GPU, or replayed from a store)")
     optimize_cli.add_arguments(o)
     o.set_defaults(func=optimize_cli.run)
+    c = sub.add_parser("capture", help="run a workload and record every Triton kernel it launches as specs "
+                                       "(chronos capture --out DIR -- CMD ...)")
+    capture.add_arguments(c)
+    c.set_defaults(func=capture.run)
     tu = sub.add_parser("tune", help="tune a directory of kernels into per-kernel results and a tuned DB")
     tune.add_arguments(tu)
     tu.set_defaults(func=tune.run)

@@ -97,7 +97,9 @@ def tune_kernels(args: argparse.Namespace, parts: Path) -> dict:
                                     max_steps=cfg.predict.max_steps, min_gain=cfg.search.greedy.min_gain,
                                     beam=cfg.predict.beam, timing=cfg.timing, extra=fixed)
                 row = {**res.to_json(), "provenance": backend.provenance(),
-                       "verified_draws": cfg.measure.input_draws}
+                       "verified_draws": cfg.measure.input_draws,
+                       "captured_inputs": sorted(a.name for a in spec.args
+                                                 if a.data and Path(a.data).is_file())}
             except ChronosError as e:  # recorded as this kernel's answer; the run goes on
                 row = {"kernel": spec.kernel, "verdict": "unmeasured",
                        "error": " ".join(str(e).split())[:400]}
@@ -135,7 +137,8 @@ def write_db(dir_: Path, parts: Path, db_path: Path) -> dict:
             key = make_key(ident["hash"], stock, ident["name"], gpu=prov["gpu"], driver=prov["driver"],
                            ptxas=prov["ptxas"])
             db.put(key, best["actions"], tuned, best["ratio"], tuple(best["ci"]),
-                   {"bit_exact": True, "draws": row["verified_draws"], "verdict": best["verdict"]},
+                   {"bit_exact": True, "draws": row["verified_draws"], "verdict": best["verdict"],
+                    "captured_inputs": row.get("captured_inputs", [])},
                    {"measured_at": row.get("measured_at", ""), "kernel": row["kernel"]})
             counts["entries"] += 1
     return counts

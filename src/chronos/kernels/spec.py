@@ -1,7 +1,9 @@
 """KernelSpec: the launch contract of a kernel — what a runner needs to launch, verify and time it.
 
 A spec names the PTX file and entry, the launch geometry, and every entry parameter in order: buffers
-(dtype, element count, role, how to initialise inputs) and scalars (a fixed value). `null` arguments are
+(dtype, element count, role, how to initialise inputs) and scalars (a fixed value). An input may name `data`,
+a .npy of contents captured from a real launch (chronos capture): draw 0 uses it, later draws its init.
+`null` arguments are
 pointers the kernel never dereferences in this launch (Triton's two hidden scratch pointers) and are passed
 as 0. `alignment` is the contract on pointer parameters (bytes), which the transforms may rely on (it is
 copied into `Module.align_contract`); a runner must allocate so that it holds.
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from chronos.errors import SpecError
@@ -37,6 +39,7 @@ class ArgSpec:
     role: str = "input"  # buffers: input | output | inout
     init: str = "uniform(-1,1)"  # buffers: how inputs are drawn (fresh per draw, seeded)
     value: float | int | None = None  # scalars
+    data: str | None = None  # inputs: a .npy of captured contents (relative to specs.json), used as draw 0
 
     @property
     def nbytes(self) -> int:
@@ -119,12 +122,20 @@ def write_specs(path: Path, specs: list[KernelSpec]) -> None:
 
 
 def load_specs(path: Path) -> list[KernelSpec]:
-    """The specs listed in a specs.json (PTX paths stay relative to its folder: see `ptx_path`)."""
+    """The specs listed in a specs.json (PTX paths stay relative to its folder: see `ptx_path`; captured
+    `data` files become absolute, so a worker process finds them)."""
     try:
         raw = json.loads(Path(path).read_text())
     except (OSError, json.JSONDecodeError) as e:
         raise SpecError(f"cannot read kernel specs {path}: {e}") from e
-    return [KernelSpec.from_json(d) for d in raw]
+    return [_resolve_data(KernelSpec.from_json(d), Path(path).resolve().parent) for d in raw]
+
+
+def _resolve_data(spec: KernelSpec, folder: Path) -> KernelSpec:
+    if not any(a.data for a in spec.args):
+        return spec
+    args = tuple(replace(a, data=str(folder / a.data)) if a.data else a for a in spec.args)
+    return replace(spec, args=args)
 
 
 CYCLE_FAMILIES = ("gemm_tile",)

@@ -94,12 +94,33 @@ def init_buffer(arg: ArgSpec, rng: np.random.Generator, poison_byte: int = 0xFF,
 
 
 def draw_inputs(spec: KernelSpec, seed: int, draw: int, poison_byte: int = 0xFF) -> dict[str, np.ndarray]:
-    """Inputs (and inout buffers) for one draw: argument i of draw d uses Generator((seed, d, i))."""
+    """Inputs (and inout buffers) for one draw: argument i of draw d uses Generator((seed, d, i)); draw 0
+    of an argument with captured `data` is that data (when its file is present)."""
     out = {}
     for i, a in enumerate(spec.args):
         if a.kind == "buffer" and a.role in ("input", "inout"):
-            out[a.name] = init_buffer(a, np.random.default_rng([seed, draw, i]), poison_byte, [seed, draw, i])
+            captured = captured_data(spec, a) if draw == 0 else None
+            out[a.name] = captured if captured is not None else init_buffer(
+                a, np.random.default_rng([seed, draw, i]), poison_byte, [seed, draw, i])
     return out
+
+
+def captured_data(spec: KernelSpec, arg: ArgSpec) -> np.ndarray | None:
+    """The captured contents of `arg`, None when it has none or its file is absent (a clone without the
+    git-ignored inputs: the init draw stands in). A file that does not fit the argument is an error."""
+    if not arg.data:
+        return None
+    try:
+        data = np.load(arg.data, allow_pickle=False)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as e:
+        raise SpecError(f"{spec.kernel}: captured input {arg.name} ({arg.data}) is unreadable: {e}") from e
+    want = np.dtype(NP_DTYPES[arg.dtype])
+    if data.size != arg.elements or data.dtype.itemsize != want.itemsize:
+        raise SpecError(f"{spec.kernel}: captured input {arg.name} ({arg.data}) holds {data.size} x "
+                        f"{data.dtype} where the spec wants {arg.elements} x {arg.dtype}")
+    return np.ascontiguousarray(data.reshape(-1)).view(want)
 
 
 def poison(arg: ArgSpec, poison_byte: int = 0xFF) -> np.ndarray:

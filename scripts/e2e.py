@@ -1,0 +1,191 @@
+"""End to end (#13): a workload's step time with and without a tuned DB, side by side; outputs bitwise.
+
+    python scripts/e2e.py flex --db data/kernels/captured/flex/tuned.sqlite --out e2e.json
+
+Three worker processes build the same workload (scripts/workloads.py, same seed): `stock_a`, `stock_b` and
+`tuned` (chronos.triton.enable(db) before anything compiles). Inductor compiles in the worker itself
+(TORCHINDUCTOR_COMPILE_THREADS=1: its compile pool would never see the hook) with the FX-graph and
+autograd caches off, so every Triton kernel goes through Triton's stages; the Inductor cache directory is
+shared, so the autotuner's choices that stock_a makes first are read back by the other two (the same
+configs, hence the same kernels and keys as stock). Then:
+
+- outputs: each worker runs every phase once more and hashes what it returns (loss and every gradient,
+  logits); stock_a vs stock_b says whether stock is deterministic, stock_a vs tuned whether the tuned run is
+  bitwise equal;
+- time: `--rounds` rounds; in each, the workers take turns (order rotated per round, one at a time on the
+  GPU), each running `--steps` synchronised steps of every phase. The ratio tuned / stock_a is taken per
+  round (stock_b / stock_a is the A/A control); reported as median with IQR and a bootstrap 95% CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROLES = ("stock_a", "stock_b", "tuned")
+
+
+# ------------------------------------------------------------------ worker (one process per role)
+def _digest(tensors) -> str:
+    import torch
+
+    h = hashlib.sha256()
+    for t in tensors:
+        t = t.detach().contiguous()
+        h.update(f"{t.dtype}{tuple(t.shape)}".encode())
+        h.update(t.reshape(-1).view(torch.uint8).cpu().numpy().tobytes())
+    return h.hexdigest()
+
+
+def worker(workload: str, role: str, db: str | None) -> None:
+    proto = os.fdopen(os.dup(1), "w")  # replies only; the workload's prints go to stderr
+    os.dup2(2, 1)
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    stats = None
+    if role == "tuned":
+        import chronos.triton
+
+        stats = chronos.triton.enable(db)
+    import torch
+    import workloads
+
+    torch.manual_seed(0)
+    phases = workloads.WORKLOADS[workload]()
+
+    def reply(obj) -> None:
+        proto.write(json.dumps(obj) + "\n")
+        proto.flush()
+
+    for line in sys.stdin:
+        cmd = json.loads(line)
+        if cmd["op"] == "warm":  # compile (and autotune) every phase, then hash one more step
+            for fn in phases.values():
+                for _ in range(cmd["steps"]):
+                    fn()
+            torch.cuda.synchronize()
+            digests = {name: _digest(fn()) for name, fn in phases.items()}
+            if role == "tuned":
+                import chronos.triton
+
+                stats = chronos.triton.stats()
+            reply({"digests": digests, "hook": stats})
+        elif cmd["op"] == "time":
+            times = {}
+            for name, fn in phases.items():
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                for _ in range(cmd["steps"]):
+                    fn()
+                torch.cuda.synchronize()
+                times[name] = (time.perf_counter() - t0) / cmd["steps"]
+            reply({"times": times})
+        elif cmd["op"] == "stop":
+            reply({"ok": True})
+            return
+
+
+# ------------------------------------------------------------------ coordinator
+class Worker:
+    def __init__(self, workload: str, role: str, db: Path, env: dict, log: Path):
+        args = [sys.executable, __file__, workload, "--worker", role, "--db", str(db)]
+        self.role, self.log = role, log.open("w")
+        self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
+                                     text=True, env=env)
+
+    def send(self, op: str, **kw) -> None:
+        self.proc.stdin.write(json.dumps({"op": op, **kw}) + "\n")
+        self.proc.stdin.flush()
+
+    def recv(self) -> dict:
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"e2e worker {self.role} died (exit {self.proc.wait()}); see {self.log.name}")
+        return json.loads(line)
+
+    def ask(self, op: str, **kw) -> dict:
+        self.send(op, **kw)
+        return self.recv()
+
+
+def summarize(ratios: list[float], seed: int = 0, resamples: int = 4000) -> dict:
+    import numpy as np
+
+    r = np.asarray(ratios)
+    rng = np.random.default_rng(seed)
+    boots = np.median(rng.choice(r, size=(resamples, r.size)), axis=1)
+    return {"median": float(np.median(r)), "iqr": [float(q) for q in np.quantile(r, [0.25, 0.75])],
+            "ci95": [float(q) for q in np.quantile(boots, [0.025, 0.975])], "rounds": int(r.size)}
+
+
+def run(args: argparse.Namespace) -> dict:
+    work = Path(tempfile.mkdtemp(prefix=f"e2e_{args.workload}_"))
+    base = {**os.environ, "TORCHINDUCTOR_COMPILE_THREADS": "1", "TORCHINDUCTOR_FX_GRAPH_CACHE": "0",
+            "TORCHINDUCTOR_AUTOGRAD_CACHE": "0", "TORCHINDUCTOR_CACHE_DIR": str(work / "inductor")}
+    logs = args.logs or args.out.parent
+    logs.mkdir(parents=True, exist_ok=True)
+    workers = {role: Worker(args.workload, role, args.db, {**base, "TRITON_CACHE_DIR": str(work / role)},
+                            logs / f"e2e_{args.workload}_{role}.log") for role in ROLES}
+    t0 = time.perf_counter()
+    warm = {"stock_a": workers["stock_a"].ask("warm", steps=args.warmup)}  # autotunes first, alone
+    for role in ("stock_b", "tuned"):
+        workers[role].send("warm", steps=args.warmup)
+    warm.update({role: workers[role].recv() for role in ("stock_b", "tuned")})
+    compile_s = time.perf_counter() - t0
+    times = {role: [] for role in ROLES}
+    for r in range(args.rounds):
+        order = ROLES[r % 3:] + ROLES[:r % 3]
+        for role in order:
+            times[role].append(workers[role].ask("time", steps=args.steps)["times"])
+    for w in workers.values():
+        w.ask("stop")
+    step = {role: [sum(t.values()) for t in ts] for role, ts in times.items()}
+    phases = list(times["stock_a"][0])
+    dig = {role: warm[role]["digests"] for role in ROLES}
+    result = {
+        "workload": args.workload, "db": str(args.db), "steps": args.steps, "rounds": args.rounds,
+        "compile_and_warm_s": round(compile_s, 1), "hook": warm["tuned"]["hook"],
+        "stock_deterministic": dig["stock_a"] == dig["stock_b"],
+        "outputs_equal": dig["stock_a"] == dig["tuned"],
+        "phases_equal": {p: dig["stock_a"][p] == dig["tuned"][p] for p in dig["stock_a"]},
+        "stock_self_equal": {p: dig["stock_a"][p] == dig["stock_b"][p] for p in dig["stock_a"]},
+        "speedup": summarize([a / t for a, t in zip(step["stock_a"], step["tuned"], strict=True)]),
+        "aa_control": summarize([a / b for a, b in zip(step["stock_a"], step["stock_b"], strict=True)]),
+        "per_phase": {p: summarize([a[p] / t[p] for a, t in zip(times["stock_a"], times["tuned"],
+                                                                   strict=True)]) for p in phases},
+        "step_s": {role: sorted(v)[len(v) // 2] for role, v in step.items()},
+        "times": times,
+    }
+    return result
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("workload")
+    p.add_argument("--db", type=Path, required=True)
+    p.add_argument("--out", type=Path, default=Path("e2e.json"))
+    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--steps", type=int, default=3)
+    p.add_argument("--rounds", type=int, default=10)
+    p.add_argument("--logs", type=Path, help="workers' logs (default: beside --out)")
+    p.add_argument("--worker", choices=ROLES)
+    args = p.parse_args()
+    if args.worker:
+        return worker(args.workload, args.worker, str(args.db))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    result = run(args)
+    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"e2e {args.workload}: speedup {result['speedup']['median']:.4f} "
+          f"CI95 {result['speedup']['ci95']}, A/A {result['aa_control']['median']:.4f}, "
+          f"outputs_equal {result['outputs_equal']}, stock_deterministic {result['stock_deterministic']}, "
+          f"swapped {result['hook'] and result['hook'].get('swapped')}")
+
+
+if __name__ == "__main__":
+    main()

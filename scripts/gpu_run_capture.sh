@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Device calls for #13 (capture -> tune -> deploy). STEPS picks what runs, in this order:
+#   capture   chronos capture of each workload in WORKLOADS (scripts/workloads.py, --profile: Triton's share
+#             of GPU time) into data/kernels/captured/<w>; CAP_TIMEOUT seconds each
+#   tune      chronos tune of each captured workload (gpu backend, Triton's ptxas), TUNE_BUDGET seconds each
+#             at most, less when the call's DEADLINE (seconds from the start) would not leave E2E_RESERVE
+#   e2e       scripts/e2e.py on each workload in E2E_WORKLOADS that has a tuned DB: step time stock vs tuned,
+#             side by side, outputs compared bitwise -> data/kernels/captured/<w>/e2e.json
+# A step that would start after DEADLINE is skipped and said so. The captures (without their inputs and
+# caches), the store, the tune parts, the e2e results and every log come back in one $OUT/result_$TAG.tgz,
+# refreshed after every step (the device returns at most 8 files).
+#   (on the device) STEPS="capture tune e2e" WORKLOADS="flex bert" E2E_WORKLOADS=flex TAG=a bash $0
+set -uo pipefail
+python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl .whl_models/*.whl 2>/dev/null || exit 1
+export PYTHONPATH=/tmp/site:$PWD/src:$PWD CHRONOS_PTXAS=/usr/local/cuda/bin/ptxas PYTHONUNBUFFERED=1 CI=true
+export PATH=$PATH:/usr/local/cuda/bin
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; TAG=${TAG:-a}; WORKLOADS=${WORKLOADS:-flex bert gpt2 llama}
+E2E_WORKLOADS=${E2E_WORKLOADS:-flex}; DEADLINE=${DEADLINE:-100000}; E2E_RESERVE=${E2E_RESERVE:-0}
+LOGS=logs_$TAG; mkdir -p $LOGS; SUMMARY=$OUT/summary_$TAG.txt
+{ date -u; nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,temperature.gpu --format=csv;
+  nproc; $CHRONOS_PTXAS --version | tail -2;
+  python3 -c 'import pycuda, triton, torch, transformers; print("pycuda", pycuda.VERSION_TEXT, "triton", triton.__version__, "torch", torch.__version__, "transformers", transformers.__version__)'; } \
+  > "$LOGS/provenance.txt" 2>&1
+cp "$LOGS/provenance.txt" "$OUT/provenance_$TAG.txt"
+STORE=data/store/measurements.sqlite
+save() {
+  python3 -c "import sqlite3; c = sqlite3.connect('$STORE'); c.execute('PRAGMA wal_checkpoint(TRUNCATE)'); c.close()"
+  cp "$SUMMARY" $LOGS/ 2>/dev/null
+  tar czf "$OUT/result_$TAG.tgz" --exclude='*/inputs' --exclude='*/.triton_cache' --exclude='*/.inductor_cache' \
+    --exclude='*/.bootstrap' $STORE data/kernels/captured $LOGS 2>/dev/null
+}
+left() { echo $((DEADLINE - SECONDS)); }
+for s in ${STEPS:-}; do
+  [ $s = e2e ] && ws=$E2E_WORKLOADS || ws=$WORKLOADS
+  n=$(echo $ws | wc -w)
+  for w in $ws; do
+    d=data/kernels/captured/$w
+    if [ $(left) -lt 30 ]; then echo "skip $s $w: $(left) s left of the call's deadline" | tee -a $SUMMARY; continue; fi
+    echo "== $s $w $(date -u +%T) ($SECONDS s)" | tee -a $SUMMARY
+    case $s in
+      capture)
+        timeout ${CAP_TIMEOUT:-150} python3 -m chronos.cli capture --out $d --workload $w -- \
+          python3 scripts/workloads.py $w --steps 2 --profile > "$LOGS/capture_$w.log" 2>&1
+        echo "capture $w: exit $?" | tee -a $SUMMARY
+        # a workload cut off by its timeout: assemble what it recorded
+        [ -f $d/specs.json ] || python3 -m chronos.cli capture --out $d --workload $w --assemble-only \
+          >> "$LOGS/capture_$w.log" 2>&1
+        head -c 3000 $d/errors-*.log >> "$LOGS/capture_$w.log" 2>/dev/null
+        grep "^capture \|triton_share" "$LOGS/capture_$w.log" | tail -4 | tee -a $SUMMARY ;;
+      tune)
+        budget=$(( ($(left) - E2E_RESERVE) / n - 60 )); [ $budget -gt ${TUNE_BUDGET:-60} ] && budget=${TUNE_BUDGET:-60}
+        [ $budget -lt 10 ] && budget=10
+        timeout $((budget + 90)) python3 -m chronos.cli tune $d --backend gpu --ptxas triton \
+          --budget $budget --db $d/tuned.sqlite > "$LOGS/tune_$w.log" 2>&1
+        echo "tune $w (budget $budget s): exit $?" | tee -a $SUMMARY; tail -2 "$LOGS/tune_$w.log" | tee -a $SUMMARY ;;
+      e2e)
+        if [ ! -f $d/tuned.sqlite ]; then echo "e2e $w: no tuned DB" | tee -a $SUMMARY; continue; fi
+        timeout $(( $(left) - 10 )) python3 scripts/e2e.py $w --db $d/tuned.sqlite --out $d/e2e.json --logs $LOGS \
+          --rounds ${E2E_ROUNDS:-10} --steps ${E2E_STEPS:-3} > "$LOGS/e2e_$w.log" 2>&1
+        echo "e2e $w: exit $?" | tee -a $SUMMARY; tail -3 "$LOGS/e2e_$w.log" | tee -a $SUMMARY ;;
+    esac
+    n=$((n - 1))
+    save
+  done
+done
+save
+echo "== done $(date -u +%T) ($SECONDS s)" | tee -a $SUMMARY

@@ -1,0 +1,203 @@
+"""Real workloads for `chronos capture` (#13): transformers' model definitions at LLM sizes, random weights,
+under torch.compile, and one workload where Triton carries most of the time (FlexAttention).
+
+    chronos capture --out data/kernels/captured/llama -- python scripts/workloads.py llama
+
+Each workload is a dict of phases, each a function that runs one step and returns the tensors to compare
+(scripts/e2e.py: bitwise, stock vs tuned). Capture runs every phase twice (the second step launches the
+same kernels: launch counts, not new kernels): llama, gpt2 — a training step (forward + backward), prefill,
+and decode of 4 tokens against a KV cache (batch 4); bert — a masked-LM training step and an inference
+forward; flex — FlexAttention forward + backward with a causal and a sliding-window block mask, and its
+decode shape (8 query tokens). `--profile` prints each phase's Triton share of GPU time (torch.profiler).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import torch
+
+
+def _llama():
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    cfg = LlamaConfig(
+        hidden_size=4096,
+        intermediate_size=14336,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        num_hidden_layers=2,
+        vocab_size=128256,
+        max_position_embeddings=8192,
+        attn_implementation="sdpa",
+    )
+    return LlamaForCausalLM(cfg), cfg.vocab_size
+
+
+def _gpt2():
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    cfg = GPT2Config(
+        n_embd=1600, n_head=25, n_layer=2, vocab_size=50257, n_positions=2048, attn_implementation="sdpa"
+    )
+    return GPT2LMHeadModel(cfg), cfg.vocab_size
+
+
+def _bert():
+    from transformers import BertConfig, BertForMaskedLM
+
+    cfg = BertConfig(
+        hidden_size=1024,
+        num_attention_heads=16,
+        intermediate_size=4096,
+        num_hidden_layers=2,
+        vocab_size=30522,
+        max_position_embeddings=512,
+        attn_implementation="sdpa",
+    )
+    return BertForMaskedLM(cfg), cfg.vocab_size
+
+
+def _loss_and_grads(loss, model) -> list:
+    """A training step's outputs to compare: the loss and every gradient (taken, then cleared)."""
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    model.zero_grad(set_to_none=True)
+    return [loss.detach(), *grads]
+
+
+def causal_lm(build, seq: int, batch: int = 1):
+    """Phases of a decoder: train step, prefill, decode 4 tokens (batch 4) against the prefill's cache."""
+    model, vocab = build()
+    model = model.to("cuda", torch.bfloat16)
+    step = torch.compile(model)
+    ids = torch.randint(0, vocab, (batch, seq), device="cuda")
+
+    def train():
+        model.train()
+        out = step(input_ids=ids, labels=ids)
+        out.loss.backward()
+        return _loss_and_grads(out.loss, model)
+
+    @torch.no_grad()
+    def prefill():
+        model.eval()
+        return [step(input_ids=ids, use_cache=False).logits]
+
+    @torch.no_grad()
+    def decode():
+        model.eval()
+        prompt = torch.randint(0, vocab, (4, 512), device="cuda")
+        out = model(input_ids=prompt, use_cache=True)  # the cache, eager
+        past, tok, seen = out.past_key_values, out.logits[:, -1:].argmax(-1), []
+        for _ in range(4):
+            out = step(input_ids=tok, past_key_values=past, use_cache=True)
+            logp = torch.log_softmax(out.logits[:, -1:].float(), -1)
+            past, tok = out.past_key_values, logp.argmax(-1)
+            seen.append(logp)
+        return seen
+
+    return {"train": train, "prefill": prefill, "decode": decode}
+
+
+def bert():
+    model, vocab = _bert()
+    model = model.to("cuda", torch.bfloat16)
+    step = torch.compile(model)
+    ids = torch.randint(0, vocab, (8, 512), device="cuda")
+
+    def train():
+        model.train()
+        loss = step(input_ids=ids, labels=ids).loss
+        loss.backward()
+        return _loss_and_grads(loss, model)
+
+    @torch.no_grad()
+    def inference():
+        model.eval()
+        return [step(input_ids=ids).logits]
+
+    return {"train": train, "inference": inference}
+
+
+def flex():
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+    attn = torch.compile(flex_attention)
+    b, h, s, d = 1, 32, 4096, 128
+    q, k, v = (
+        torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(3)
+    )
+    causal = create_block_mask(lambda b_, h_, qi, ki: qi >= ki, None, None, s, s)
+    window = create_block_mask(lambda b_, h_, qi, ki: (qi >= ki) & (qi - ki <= 1024), None, None, s, s)
+
+    qd = torch.randn(8, h, 8, d, device="cuda", dtype=torch.bfloat16)
+    kd, vd = (torch.randn(8, h, 8192, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+
+    def train():
+        outs = []
+        for mask in (causal, window):
+            for t in (q, k, v):
+                t.grad = None
+            out = attn(q, k, v, block_mask=mask)
+            out.sum().backward()
+            outs += [out.detach(), q.grad, k.grad, v.grad]
+        return outs
+
+    @torch.no_grad()
+    def decode():
+        return [attn(qd, kd, vd)]
+
+    return {"train": train, "decode": decode}
+
+
+WORKLOADS = {
+    "llama": lambda: causal_lm(_llama, 2048),
+    "gpt2": lambda: causal_lm(_gpt2, 1024, batch=4),
+    "bert": bert,
+    "flex": flex,
+}
+
+
+def triton_share(fn) -> dict:
+    """GPU time of one call of `fn` by kernel origin (torch.profiler): Triton kernels vs everything else."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    triton_us = other_us = 0.0
+    for ev in prof.key_averages():
+        us = ev.device_time_total if hasattr(ev, "device_time_total") else ev.cuda_time_total
+        if ev.key.startswith("triton"):  # Inductor's kernels and templates: triton_poi_/_red_/_per_/_tem_
+            triton_us += us
+        else:
+            other_us += us
+    total = triton_us + other_us
+    return {"triton_us": triton_us, "total_us": total, "triton_share": triton_us / total if total else 0.0}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("workload", choices=sorted(WORKLOADS))
+    p.add_argument("--steps", type=int, default=2)
+    p.add_argument("--profile", action="store_true")
+    args = p.parse_args()
+    torch.manual_seed(0)
+    phases = WORKLOADS[args.workload]()
+    report = {}
+    for name, fn in phases.items():
+        t0 = time.perf_counter()
+        for _ in range(args.steps):
+            fn()
+        torch.cuda.synchronize()
+        report[name] = {"seconds": round(time.perf_counter() - t0, 2)}
+        if args.profile:
+            report[name].update(triton_share(fn))
+        print(f"workload {args.workload} {name}: {report[name]}", flush=True)
+    print(json.dumps({"workload": args.workload, "phases": report}))
+
+
+if __name__ == "__main__":
+    main()
