@@ -2,17 +2,21 @@
 
     python benchmarks/legality_census.py
 
-Families: the 64 gemm_tile kernels (sm_90), the nvcc corpus and the Triton corpus (tests/corpus/), and the
-33-kernel Triton suite (data/kernels/triton/) when present. Needs ptxas (register budgets are decided by it).
+Families: the 64 gemm_tile kernels (sm_90), the nvcc corpus and the Triton corpus (tests/corpus/), the
+33-kernel Triton suite (data/kernels/triton/) and the captured workloads (data/kernels/captured/<w>/, one
+entry per distinct PTX) when present. Needs ptxas (register budgets are decided by it).
+`--only captured` limits it to families whose name contains that text.
 """
 
 from __future__ import annotations
 
 import re
+import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
 from chronos.kernels.gemm_tile import GEMM_TILE_SHAPES, gemm_tile_ptx
+from chronos.kernels.spec import read_ptx_file
 from chronos.ptx import parse
 from chronos.transforms import TRANSFORM_NAMES, refusals
 
@@ -26,6 +30,8 @@ def _families() -> dict[str, list[tuple[str, str]]]:
         fams[f"corpus/{p.parent.name}"].append((p.name, p.read_text()))
     for p in sorted((ROOT / "data/kernels/triton").glob("*.ptx")):
         fams["triton_suite"].append((p.name, p.read_text()))
+    for p in sorted((ROOT / "data/kernels/captured").glob("*/ptx/*.ptx*")):
+        fams[f"captured/{p.parent.parent.name}"].append((p.name, read_ptx_file(p)))
     return fams
 
 
@@ -40,7 +46,10 @@ def _category(reason: str) -> str:
 
 
 def main() -> None:
+    only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv else ""
     for fam, kernels in _families().items():
+        if only not in fam:
+            continue
         legal_counts, why = [], Counter()
         per_action = Counter()
         for name, text in kernels:

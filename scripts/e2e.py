@@ -44,20 +44,27 @@ def _digest(tensors) -> str:
     return h.hexdigest()
 
 
-def worker(workload: str, role: str, db: str | None) -> None:
+def _load_workloads(path: Path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("workloads", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def worker(workload: str, role: str, db: str | None, workloads_py: Path) -> None:
     proto = os.fdopen(os.dup(1), "w")  # replies only; the workload's prints go to stderr
     os.dup2(2, 1)
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
     stats = None
     if role == "tuned":
         import chronos.triton
 
         stats = chronos.triton.enable(db)
     import torch
-    import workloads
 
     torch.manual_seed(0)
-    phases = workloads.WORKLOADS[workload]()
+    phases = _load_workloads(workloads_py).WORKLOADS[workload]()
 
     def reply(obj) -> None:
         proto.write(json.dumps(obj) + "\n")
@@ -93,8 +100,9 @@ def worker(workload: str, role: str, db: str | None) -> None:
 
 # ------------------------------------------------------------------ coordinator
 class Worker:
-    def __init__(self, workload: str, role: str, db: Path, env: dict, log: Path):
-        args = [sys.executable, __file__, workload, "--worker", role, "--db", str(db)]
+    def __init__(self, args_: argparse.Namespace, role: str, env: dict, log: Path):
+        args = [sys.executable, __file__, args_.workload, "--worker", role, "--db", str(args_.db),
+                "--workloads", str(args_.workloads)]
         self.role, self.log = role, log.open("w")
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
                                      text=True, env=env)
@@ -130,7 +138,7 @@ def run(args: argparse.Namespace) -> dict:
             "TORCHINDUCTOR_AUTOGRAD_CACHE": "0", "TORCHINDUCTOR_CACHE_DIR": str(work / "inductor")}
     logs = args.logs or args.out.parent
     logs.mkdir(parents=True, exist_ok=True)
-    workers = {role: Worker(args.workload, role, args.db, {**base, "TRITON_CACHE_DIR": str(work / role)},
+    workers = {role: Worker(args, role, {**base, "TRITON_CACHE_DIR": str(work / role)},
                             logs / f"e2e_{args.workload}_{role}.log") for role in ROLES}
     t0 = time.perf_counter()
     warm = {"stock_a": workers["stock_a"].ask("warm", steps=args.warmup)}  # autotunes first, alone
@@ -165,7 +173,7 @@ def run(args: argparse.Namespace) -> dict:
     return result
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("workload")
     p.add_argument("--db", type=Path, required=True)
@@ -174,10 +182,12 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--rounds", type=int, default=10)
     p.add_argument("--logs", type=Path, help="workers' logs (default: beside --out)")
+    p.add_argument("--workloads", type=Path, default=Path(__file__).resolve().parent / "workloads.py",
+                   help="the module whose WORKLOADS dict builds the workload (default: scripts/workloads.py)")
     p.add_argument("--worker", choices=ROLES)
-    args = p.parse_args()
+    args = p.parse_args(argv)
     if args.worker:
-        return worker(args.workload, args.worker, str(args.db))
+        return worker(args.workload, args.worker, str(args.db), args.workloads)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     result = run(args)
     args.out.write_text(json.dumps(result, indent=1) + "\n")

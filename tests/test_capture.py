@@ -104,6 +104,31 @@ def test_a_recorded_launch_becomes_a_spec_that_ptxas_accepts(captured):
     assert not np.array_equal(d1[s.args[0].name], x.numpy())
 
 
+def test_a_compacted_capture_reads_the_same(captured):
+    """--compact: gzip-compressed PTX, byte-reproducible, read back by every reader of a spec's PTX."""
+    from chronos.kernels.spec import load_module, read_ptx
+    from chronos.tune import _ptx_isa
+
+    out, _rec, kernel, _x = captured
+    capture.assemble(out, "toy")
+    before = {s.kernel: s for s in load_specs(out / "specs.json")}
+    assert capture.compact(out) == 1 and not list((out / "ptx").glob("*.ptx"))
+    gz = next((out / "ptx").glob("*.ptx.gz")).read_bytes()
+    after = {s.kernel: s for s in load_specs(out / "specs.json")}
+    assert after.keys() == before.keys()
+    for name, s in after.items():
+        assert s.ptx == before[name].ptx + ".gz" and read_ptx(out / "specs.json", s) == kernel.asm["ptx"]
+        assert load_module(out / "specs.json", s).entry(s.entry) is not None
+    ident = json.loads((out / "triton.json").read_text())
+    assert {i["stock_ptx"] for i in ident.values()} == {s.ptx for s in after.values()}
+    assert _ptx_isa(kernel.asm["ptx"]) is not None
+    (out / "ptx" / next(iter(after.values())).ptx.removeprefix("ptx/")).unlink()
+    for s in before.values():
+        (out / s.ptx).write_text(kernel.asm["ptx"])
+    capture.compact(out)
+    assert next((out / "ptx").glob("*.ptx.gz")).read_bytes() == gz  # no timestamp inside
+
+
 def test_without_the_captured_files_draw_0_is_the_init_draw(captured):
     out, *_ = captured
     capture.assemble(out, "toy")

@@ -88,12 +88,36 @@ def test_tune_shards_run_as_cluster_jobs(tmp_path):
         assert [e.key.kernel for e in t.entries()] == ["row_max_kernel"]
 
 
-def test_tune_can_measure_with_tritons_own_ptxas():
+def _isa_dir(tmp_path: Path, version: str, recorded: str | None = None) -> Path:
+    d = tmp_path / f"isa{version}"
+    (d / "ptx").mkdir(parents=True)
+    (d / "ptx/k.ptx").write_text(f".version {version}\n.target sm_90a\n.address_size 64\n")
+    ident = {"hash": "a" * 64, "name": "k", "stock_ptx": "ptx/k.ptx"}
+    if recorded:
+        ident["ptxas"] = {"path": recorded, "version": "x"}
+    (d / "triton.json").write_text(json.dumps({"k": ident}))
+    return d
+
+
+def test_tune_measures_with_the_ptxas_that_emits_the_captured_isa(tmp_path, monkeypatch):
+    """Triton picks its PTX ISA from its ptxas's CUDA version; Inductor hands Triton torch's ptxas, not
+    Triton's own. `--ptxas triton` takes the ptxas whose ISA is the corpus's (H200: 9.0 from torch's 13.0,
+    which Triton 3.6's own 12.8 rejects), the one capture recorded first."""
     pytest.importorskip("triton")
-    from chronos.toolchain import ptxas_version
-    from chronos.triton.hook import triton_ptxas_version
+    from triton.backends.nvidia.compiler import get_ptxas, ptx_get_version
+
+    from chronos.errors import ChronosError
+    from chronos.toolchain import find_ptxas, ptxas_version
     from chronos.tune import _ptxas
 
-    path = _ptxas("triton")
-    assert Path(path).name == "ptxas" and ptxas_version(path) == triton_ptxas_version(90)
-    assert _ptxas("/opt/x/ptxas") == "/opt/x/ptxas"
+    monkeypatch.delenv("TRITON_PTXAS_PATH", raising=False)
+    own = get_ptxas(90).path
+    own_isa = ptx_get_version(get_ptxas(90).version)
+    assert _ptxas("triton", _isa_dir(tmp_path, f"{own_isa // 10}.{own_isa % 10}")) == own
+    ours = str(find_ptxas())
+    isa = ptx_get_version(".".join(ptxas_version(ours).split(".")[:2]))
+    if isa != own_isa:  # a corpus Triton's own ptxas cannot have emitted: found through the recorded path
+        assert _ptxas("triton", _isa_dir(tmp_path, f"{isa // 10}.{isa % 10}", recorded=ours)) == ours
+    with pytest.raises(ChronosError, match="ISA 1.0 and no ptxas here emits it"):
+        _ptxas("triton", _isa_dir(tmp_path, "1.0"))
+    assert _ptxas("/opt/x/ptxas", tmp_path) == "/opt/x/ptxas"

@@ -78,6 +78,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help=f"all saved tensors together (default {TOTAL_CAP >> 30} GiB)",
     )
     p.add_argument("--assemble-only", action="store_true", help="only rebuild the specs from DIR's records")
+    p.add_argument("--compact", action="store_true",
+                   help="store the PTX gzip-compressed (ptx/*.ptx.gz), for a corpus kept in git")
+    p.add_argument("--compact-only", action="store_true", help="only compact an existing capture DIR")
     p.add_argument("cmd", nargs=argparse.REMAINDER, help="-- the workload's command line")
 
 
@@ -85,11 +88,16 @@ def run(args: argparse.Namespace) -> int:
     out = args.out.resolve()
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     rc = 0
+    if args.compact_only:
+        print(f"capture: {compact(out)} PTX files compressed in {out / 'ptx'}")
+        return 0
     if not args.assemble_only:
         if not cmd:
             raise ChronosError("chronos capture: no workload command (chronos capture --out DIR -- CMD ...)")
         rc = run_workload(out, cmd, args.tensor_cap, args.total_cap)
     summary = assemble(out, args.workload or out.name)
+    if args.compact:
+        compact(out)
     print(
         f"capture {summary['workload']}: {summary['kernels']} kernels "
         f"({summary['distinct_ptx']} distinct PTX) "
@@ -332,6 +340,7 @@ def assemble(out: Path, workload: str) -> dict:
         "unmapped": unmapped,
         "per_kernel": per_kernel,
         "errors": sorted(p.name for p in out.glob("errors-*.log")),
+        "ptxas": sorted({i["ptxas"]["version"] for i in identity.values() if i.get("ptxas")}),
     }
     (out / "capture.json").write_text(json.dumps(summary, indent=1) + "\n")
     return summary
@@ -377,4 +386,28 @@ def _spec(out: Path, rec: dict, cache: dict, workload: str) -> tuple[KernelSpec,
         "num_warps": meta.get("num_warps"),
         "num_stages": meta.get("num_stages"),
         "source_hash": rec.get("source_hash"),
+        "ptxas": rec.get("ptxas"),  # the ptxas Triton assembled it with (Inductor: torch's, chronos tune)
     }
+
+
+def compact(out: Path) -> int:
+    """gzip DIR's PTX (byte-reproducibly: no timestamp) and point specs.json and triton.json at the
+    .ptx.gz files, which every reader of a spec's PTX takes (chronos.kernels.spec.read_ptx_file)."""
+    import gzip
+
+    done = 0
+    for ptx in sorted((out / "ptx").glob("*.ptx")):
+        ptx.with_name(ptx.name + ".gz").write_bytes(gzip.compress(ptx.read_bytes(), 9, mtime=0))
+        ptx.unlink()
+        done += 1
+    for name, field in (("specs.json", "ptx"), ("triton.json", "stock_ptx")):
+        path = out / name
+        if not path.is_file():
+            continue
+        data = json.loads(path.read_text())
+        items = data if isinstance(data, list) else data.values()
+        for item in items:
+            if item[field].endswith(".ptx") and (out / (item[field] + ".gz")).is_file():
+                item[field] += ".gz"
+        path.write_text(json.dumps(data, indent=1, sort_keys=name == "triton.json") + "\n")
+    return done

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import time
 from pathlib import Path
@@ -58,15 +59,53 @@ def _selected(specs_json: Path, kernel: str | None, only: str | None):
     return specs
 
 
-def _ptxas(choice: str) -> str:
-    """A ptxas path, or Triton's own for 'triton' (what `chronos.triton` deploys with on sm_90)."""
-    if choice != "triton":
-        return choice
+def _ptxas(choice: str, dir_: Path) -> str:
+    """A ptxas path, or for 'triton' the one Triton assembles DIR's kernels with at deployment."""
+    return deploy_ptxas(dir_) if choice == "triton" else choice
+
+
+def deploy_ptxas(dir_: Path) -> str:
+    """The ptxas Triton will assemble DIR's kernels with. Not always Triton's own: Inductor points
+    TRITON_PTXAS_PATH at torch's bundled ptxas before compiling (torch 2.11+cu130 on the H200: 13.0, PTX ISA
+    9.0, where Triton 3.6's own is 12.8 and rejects that PTX). Triton picks the PTX ISA from its ptxas's CUDA
+    version, so the corpus's `.version` names the ptxas: the one capture recorded, else the first of
+    TRITON_PTXAS_PATH, torch's bundled ptxas and Triton's own whose ISA matches."""
     try:
-        from triton.backends.nvidia.compiler import get_ptxas
+        from triton.backends.nvidia.compiler import get_ptxas, ptx_get_version
     except ImportError as e:
         raise ChronosError(f"--ptxas triton: Triton is not importable ({e})") from e
-    return get_ptxas(90).path
+    from chronos.kernels.spec import read_ptx_file
+    from chronos.toolchain import ptxas_version
+
+    identity = json.loads((dir_ / "triton.json").read_text()) if (dir_ / "triton.json").is_file() else {}
+    recorded = sorted({i["ptxas"]["path"] for i in identity.values() if i.get("ptxas")})
+    want = sorted({_ptx_isa(read_ptx_file(dir_ / i["stock_ptx"])) for i in identity.values()} - {None})
+    candidates = [*recorded, os.environ.get("TRITON_PTXAS_PATH"), _torch_ptxas(), get_ptxas(90).path]
+    tried = []
+    for path in dict.fromkeys(c for c in candidates if c and Path(c).is_file()):
+        version = ptxas_version(path)
+        isa = ptx_get_version(".".join(version.split(".")[:2]))
+        if not want or isa == want[-1]:
+            return path
+        tried.append(f"{path} ({version}: ISA {isa / 10:.1f})")
+    raise ChronosError(f"{dir_}: its PTX is ISA {want[-1] / 10:.1f} and no ptxas here emits it "
+                       f"(tried {', '.join(tried) or 'none'}); set TRITON_PTXAS_PATH to the ptxas the "
+                       "workload's Triton used, or pass --ptxas PATH")
+
+
+def _ptx_isa(ptx: str) -> int | None:
+    m = re.search(r"^\s*\.version\s+(\d+)\.(\d+)", ptx, re.MULTILINE)
+    return 10 * int(m.group(1)) + int(m.group(2)) if m else None
+
+
+def _torch_ptxas() -> str | None:
+    """torch's bundled ptxas (CUDA builds), the one Inductor hands to Triton."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    path = Path(torch.__file__).parent / "bin" / "ptxas"
+    return str(path) if path.is_file() else None
 
 
 def tune_kernels(args: argparse.Namespace, parts: Path) -> dict:
@@ -86,7 +125,7 @@ def tune_kernels(args: argparse.Namespace, parts: Path) -> dict:
     policy = load_model(args.checkpoint).eval()
     t0, counts = time.perf_counter(), {"done": 0, "failed": 0, "left": []}
     parts.mkdir(parents=True, exist_ok=True)
-    kw = {"ptxas": _ptxas(args.ptxas)} if args.ptxas else {}
+    kw = {"ptxas": _ptxas(args.ptxas, args.dir)} if args.ptxas else {}
     with backend_with_atlas(args.backend, args.store, cfg.measure, **kw) as backend:
         for spec in progress(todo, desc="tune", unit="kernel"):
             if args.budget is not None and time.perf_counter() - t0 > args.budget:
@@ -115,6 +154,7 @@ def tune_kernels(args: argparse.Namespace, parts: Path) -> dict:
 
 def write_db(dir_: Path, parts: Path, db_path: Path) -> dict:
     """Faster kernels with a Triton identity -> tuned DB entries; returns counts."""
+    from chronos.kernels.spec import read_ptx_file
     from chronos.triton.tuned_db import TunedDB, make_key
 
     identity = json.loads((dir_ / "triton.json").read_text()) if (dir_ / "triton.json").is_file() else {}
@@ -131,7 +171,7 @@ def write_db(dir_: Path, parts: Path, db_path: Path) -> dict:
                 continue
             best = next(c for c in [row["greedy"], *row["beam"], *row.get("fixed", [])]
                         if "+".join(c["actions"]) == row["returned"])
-            stock = (dir_ / ident["stock_ptx"]).read_text()
+            stock = read_ptx_file(dir_ / ident["stock_ptx"])
             tuned = (parts / f"{row['kernel']}.ptx").read_text()
             prov = row["provenance"]
             key = make_key(ident["hash"], stock, ident["name"], gpu=prov["gpu"], driver=prov["driver"],

@@ -194,3 +194,22 @@ def test_enable_without_the_hook_api_is_a_clear_error(env, monkeypatch):
     monkeypatch.setitem(sys.modules, "triton", None)
     with pytest.raises(ToolchainError, match="needs Triton >= 3.6"):
         ct.enable(env / "t.sqlite")
+
+
+def test_the_key_takes_the_ptxas_triton_runs_at_each_compile(env, monkeypatch):
+    """Inductor sets TRITON_PTXAS_PATH (torch's ptxas) after the process started, often after enable():
+    the key must name the ptxas of this compile, not the one Triton had when the first kernel compiled."""
+    from chronos.toolchain import find_ptxas, ptxas_version
+
+    ours = str(find_ptxas())
+    if ptxas_version(ours) == hook.triton_ptxas_version(90):
+        pytest.skip("Chronos's ptxas is Triton's own here: nothing to tell apart")
+    monkeypatch.setenv("TRITON_PTXAS_PATH", ours)
+    stock_ours = compile_add()
+    db = make_db(env / "t.sqlite", stock_ours, tune(stock_ours.asm["ptx"]), ptxas=ptxas_version(ours))
+    monkeypatch.delenv("TRITON_PTXAS_PATH")
+    ct.enable(db)
+    compile_add(block=256)  # compiled with Triton's own ptxas: a miss
+    monkeypatch.setenv("TRITON_PTXAS_PATH", ours)
+    assert compile_add().asm["ptx"] == tune(stock_ours.asm["ptx"])
+    assert ct.stats()["swapped_names"] == ["add_kernel"]

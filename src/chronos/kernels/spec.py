@@ -151,11 +151,25 @@ def ptx_path(specs_json: Path, spec: KernelSpec) -> Path:
     return Path(specs_json).parent / spec.ptx
 
 
+def read_ptx_file(path: Path) -> str:
+    """A PTX file's text; `.ptx.gz` (a committed capture corpus, kept compact) is decompressed."""
+    path = Path(path)
+    if path.suffix == ".gz":
+        import gzip
+
+        return gzip.decompress(path.read_bytes()).decode()
+    return path.read_text()
+
+
+def read_ptx(specs_json: Path, spec: KernelSpec) -> str:
+    return read_ptx_file(ptx_path(specs_json, spec))
+
+
 def load_module(specs_json: Path, spec: KernelSpec):
     """Parse the spec's PTX and attach its alignment contract, ready for chronos.transforms."""
     from chronos.ptx import parse
 
     path = ptx_path(specs_json, spec)
-    module = parse(path.read_text(), file=str(path))
+    module = parse(read_ptx_file(path), file=str(path))
     module.align_contract.update(spec.alignment)
     return module

@@ -183,3 +183,18 @@ def read_grpo_curves(path: Path) -> pd.DataFrame:
     if "epoch" not in df.columns:
         raise ChronosError(f"{path}: GRPO curves have no 'epoch' column (truncated or corrupt?)")
     return df
+
+
+def captured_metrics(captured: dict | None) -> dict:
+    """reports/captured.json as metrics: capture.<w>.kernels (and distinct_ptx), and where they ran
+    tune.<w>.{faster,slower,unchanged,unmeasured,time_geomean} and e2e.<w>.{speedup,outputs_equal}."""
+    out: dict = {}
+    for w, s in sorted(((captured or {}).get("workloads") or {}).items()):
+        out.setdefault("capture", {})[w] = {"kernels": s["kernels"], "distinct_ptx": s["distinct_ptx"]}
+        if "tune" in s:
+            out.setdefault("tune", {})[w] = {k: s["tune"][k] for k in
+                                             ("faster", "slower", "unchanged", "unmeasured", "time_geomean")}
+        if "e2e" in s:
+            out.setdefault("e2e", {})[w] = {"speedup": s["e2e"]["speedup"]["median"],
+                                            "outputs_equal": s["e2e"]["outputs_equal"]}
+    return out

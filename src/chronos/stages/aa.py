@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from chronos.errors import ChronosError
-from chronos.kernels.spec import load_module, ptx_path
+from chronos.kernels.spec import load_module, read_ptx
 from chronos.measure.verdicts import FASTER, SLOWER
 from chronos.progress import progress
 from chronos.ptx import emit
@@ -34,7 +34,7 @@ def _arguments(ap) -> None:
 
 def aa_kernel(spec, specs_json: Path, backend, timing, min_gain: float, copies: int) -> dict:
     root = emit(load_module(specs_json, spec))
-    original = ptx_path(specs_json, spec).read_text()
+    original = read_ptx(specs_json, spec)
     variants = [Variant(spec, root, ()), Variant(spec, original, ()),
                 *[Variant(spec, root, ()) for _ in range(copies - 1)]]
     cmp = backend.compare(spec, variants, timing)

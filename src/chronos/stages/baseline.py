@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from chronos.kernels.spec import load_specs, ptx_path
+from chronos.kernels.spec import load_specs, read_ptx
 from chronos.stages.common import command_line, run_stage, write_json
 from chronos.stages.measuring import add_backend_arguments, open_backend
 from chronos.variant import Variant
@@ -42,7 +42,7 @@ def run(kernels: Path, backend, only: str | None = None, log=print) -> list[dict
         for spec in load_specs(specs_json):
             if only and not re.search(only, spec.kernel):
                 continue
-            ptx = ptx_path(specs_json, spec).read_text()
+            ptx = read_ptx(specs_json, spec)
             t0 = time.perf_counter()
             rec = backend.measure(spec, [Variant(spec, ptx, ())])[0]
             e = kernel_entry(spec, rec)

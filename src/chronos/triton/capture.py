@@ -116,7 +116,7 @@ class Recorder:
         return rel
 
     def write(self, sig: str, record: dict) -> None:
-        record = {"signature": sig, "pid": os.getpid(), **record}
+        record = {"signature": sig, "pid": os.getpid(), "ptxas": triton_ptxas(), **record}
         path = self.out / "launches" / f"{sig}.json"
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps(record, indent=1, default=str) + "\n")
@@ -256,6 +256,28 @@ def _jit_run(orig):
 
     run.__chronos_capture__ = True
     return run
+
+
+def triton_ptxas() -> dict | None:
+    """The ptxas Triton assembles with in this process now: {"path", "version"}. Not always Triton's own:
+    Inductor points TRITON_PTXAS_PATH at torch's bundled ptxas before it compiles (torch/bin/ptxas in
+    CUDA builds), and that ptxas also decides the PTX ISA version Triton emits."""
+    try:
+        import torch
+        from triton.backends.nvidia.compiler import get_ptxas
+
+        major, minor = torch.cuda.get_device_capability() if torch.cuda.is_available() else (9, 0)
+        path = get_ptxas(10 * major + minor).path
+    except Exception:  # noqa: BLE001 - no Triton NVIDIA backend here: nothing to record
+        return None
+    if path not in _PTXAS_SEEN:
+        from chronos.toolchain import ptxas_version
+
+        _PTXAS_SEEN[path] = ptxas_version(path)
+    return {"path": path, "version": _PTXAS_SEEN[path]}
+
+
+_PTXAS_SEEN: dict[str, str] = {}
 
 
 def _plain(d: dict) -> dict:

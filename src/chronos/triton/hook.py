@@ -70,10 +70,17 @@ def detect_driver() -> str:
 
 
 def triton_ptxas_version(arch: int) -> str:
-    """Version of the ptxas Triton will run for `arch` (its bundled one, or TRITON_PTXAS_PATH)."""
+    """Version of the ptxas Triton runs for `arch` now: its bundled one, or TRITON_PTXAS_PATH, which
+    Inductor sets to torch's ptxas before its first compile; so it is asked at each compile, not once."""
     from triton.backends.nvidia.compiler import get_ptxas
 
-    return ptxas_version(get_ptxas(arch).path)
+    path = get_ptxas(arch).path
+    if path not in _PTXAS_VERSIONS:
+        _PTXAS_VERSIONS[path] = ptxas_version(path)
+    return _PTXAS_VERSIONS[path]
+
+
+_PTXAS_VERSIONS: dict[str, str] = {}
 
 
 # ------------------------------------------------------------------ what a swap must keep
@@ -111,7 +118,6 @@ class _Session:
         self.entries = {e.key.key(): e for e in entries}
         self.content = content_hash(entries)
         self.env = dict(env)  # gpu, driver, ptxas: None = detect at the first compile
-        self.ptxas_by_arch: dict[int, str] = {}
         self.active = True
         self.lock = threading.Lock()
         self.names: dict[str, list[str]] = {"swapped": [], "missed": [], "rejected": []}
@@ -146,11 +152,7 @@ class _Session:
             for what, detect in (("gpu", detect_gpu), ("driver", detect_driver)):
                 if self.env.get(what) is None:
                     self.env[what] = detect()
-            ptxas = self.env.get("ptxas")
-            if ptxas is None:  # per arch: Triton runs another ptxas for sm_100+
-                if arch not in self.ptxas_by_arch:
-                    self.ptxas_by_arch[arch] = triton_ptxas_version(arch)
-                ptxas = self.ptxas_by_arch[arch]
+            ptxas = self.env.get("ptxas") or triton_ptxas_version(arch)  # sm_100+ runs another ptxas
         return make_key(metadata["hash"], stock_ptx, metadata["name"], gpu=self.env["gpu"],
                         driver=self.env["driver"], ptxas=ptxas)
 

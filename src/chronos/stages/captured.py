@@ -1,0 +1,90 @@
+"""Stage `captured`: the real-workload corpus (issue #13) summarised from what the H200 runs recorded.
+
+    python -m chronos.stages.captured --params params.yaml --captured data/kernels/captured \
+        --out reports/captured.json
+
+Per workload folder (written by `chronos capture`, see scripts/gpu_run_capture.sh): capture.json (kernels,
+distinct PTX, launches, what could not be mapped), profile.json (Triton's share of GPU time per phase, the
+Amdahl bound it sets on any end-to-end gain), and when they exist the tune parts (tune-parts/*.json: per
+kernel verdicts in time) and e2e.json (step time stock vs tuned, outputs compared bitwise). Nothing is
+measured here: the numbers are the committed records', so CPU replay reproduces the report byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+
+from chronos.stages.common import read_json, run_stage, write_json
+
+
+def _arguments(ap) -> None:
+    ap.add_argument("--captured", type=Path, default=Path("data/kernels/captured"))
+    ap.add_argument("--out", type=Path, default=Path("reports/captured.json"))
+
+
+def amdahl_bound(share: float, kernel_speedup: float) -> float:
+    """The end-to-end speedup if the Triton kernels (a `share` of GPU time) ran `kernel_speedup` x faster."""
+    return 1.0 / ((1.0 - share) + share / kernel_speedup)
+
+
+def tune_summary(parts: list[dict]) -> dict:
+    """Per-kernel tune verdicts in time: faster / slower / unchanged / unmeasured and the geomean speedup
+    of what would deploy (the baseline, ratio 1, where nothing was faster)."""
+    counts = {"faster": 0, "slower": 0, "unchanged": 0, "unmeasured": 0}
+    speedups, reasons = [], {}
+    for row in parts:
+        base = row.get("baseline") or {}
+        if "error" in row or not base.get("valid", False):
+            counts["unmeasured"] += 1
+            why = row.get("error") or base.get("reason") or row.get("verdict", "?")
+            reasons[why] = reasons.get(why, 0) + 1
+            continue
+        returned = row.get("returned", "baseline") != "baseline"
+        counts["faster" if returned else "unchanged"] += 1
+        counts["slower"] += int(row.get("speedup_time", 1.0) < 1.0 and returned)
+        speedups.append(row.get("speedup_time", 1.0) if returned else 1.0)
+    geomean = statistics.geometric_mean(speedups) if speedups else None
+    return {"kernels": len(parts), **counts, "time_geomean": geomean, "unmeasured_reasons": reasons}
+
+
+def workload_summary(d: Path) -> dict:
+    cap = read_json(d / "capture.json", "capture summary")
+    out = {"kernels": cap["kernels"], "distinct_ptx": cap["distinct_ptx"],
+           "launch_signatures": cap["launch_signatures"], "launches": cap["launches"],
+           "unmapped": len(cap["unmapped"]),
+           "unmapped_reasons": sorted({u["reason"] for u in cap["unmapped"]})}
+    if (d / "profile.json").is_file():
+        prof = read_json(d / "profile.json", "workload profile")
+        out["triton_share"] = {p: round(v["triton_share"], 4) for p, v in prof["phases"].items()}
+        out["amdahl_bound_at_2x"] = {p: round(amdahl_bound(share, 2.0), 4)
+                                     for p, share in out["triton_share"].items()}
+    parts = sorted((d / "tune-parts").glob("*.json"))
+    if parts:
+        out["tune"] = tune_summary([json.loads(p.read_text()) for p in parts])
+    if (d / "e2e.json").is_file():
+        e2e = read_json(d / "e2e.json", "end-to-end result")
+        out["e2e"] = {k: e2e[k] for k in ("speedup", "aa_control", "outputs_equal", "stock_deterministic")}
+        out["e2e"]["swapped"] = (e2e.get("hook") or {}).get("swapped", 0)
+    return out
+
+
+def _body(args, cfg) -> None:
+    workloads = {d.name: workload_summary(d) for d in sorted(args.captured.iterdir())
+                 if (d / "capture.json").is_file()}
+    report = {"workloads": workloads,
+              "total": {"workloads": len(workloads),
+                        "kernels": sum(w["kernels"] for w in workloads.values()),
+                        "distinct_ptx": sum(w["distinct_ptx"] for w in workloads.values())}}
+    write_json(args.out, report, indent=1, sort_keys=True)
+    print(f"captured: {json.dumps(report['total'])}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_stage("captured", __doc__, _arguments, _body, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
