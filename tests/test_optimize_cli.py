@@ -12,6 +12,10 @@ ROOT = Path(__file__).resolve().parents[1]
 TRITON = ROOT / "data/kernels/triton"
 
 
+def _no_logp(candidate: dict) -> dict:
+    return {k: v for k, v in candidate.items() if k != "logp"}
+
+
 def test_optimize_a_ptx_file_on_replay_reproduces_the_evaluation(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(ROOT)
     out, report = tmp_path / "k.ptx", tmp_path / "k.json"
@@ -21,8 +25,13 @@ def test_optimize_a_ptx_file_on_replay_reproduces_the_evaluation(tmp_path, monke
     row = json.loads(report.read_text())
     evaluated = next(r for r in json.loads((ROOT / "reports/measure_triton_results.json").read_text())
                      ["tiers"]["triton"]["kernels"] if r["kernel"] == "rowmax_f32_r64_c8192")
-    for key in ("returned", "speedup_time", "speedup_ci", "greedy", "beam", "baseline"):
+    for key in ("returned", "speedup_time", "speedup_ci", "greedy", "baseline"):
         assert row[key] == evaluated[key]
+    # a beam set's log-probability is CPU arithmetic: its 4th decimal differs between processors (MKL and
+    # ATen pick code paths per CPU); the sets, their order and every measured number must not
+    assert [_no_logp(c) for c in row["beam"]] == [_no_logp(c) for c in evaluated["beam"]]
+    pairs = zip(row["beam"], evaluated["beam"], strict=True)
+    assert all(abs(a["logp"] - b["logp"]) <= 2e-3 for a, b in pairs)
     assert row["returned"] != "baseline" and ".maxnreg" in out.read_text()
 
 

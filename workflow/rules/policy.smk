@@ -1,19 +1,26 @@
 # Policy stages: behaviour cloning of the greedy demonstrations (the DA-GRPO warm start), DA-GRPO with rewards
 # from the measurement backend (replay: the atlas), the policy's predictions for every gemm_tile kernel, and
 # its zero-shot evaluation on the Triton suite.
+#
+# bc and grpo take their inputs as ancient(): a fresh clone's checkout times never retrain them, only a missing
+# output, `snakemake -R bc grpo` or DVC (which compares contents: `dvc repro` retrains when a dependency's
+# content changes). Training is CPU arithmetic whose last bits depend on the processor (MKL and ATen pick
+# code paths per CPU): the committed checkpoints were trained on one machine, and on another the same
+# command gives a different policy (on an AMD EPYC VM, GRPO diverged at epoch 274), whose predictions the
+# recorded measurements need not cover. Every later stage replays from the committed checkpoints.
 rule bc:
     input:
-        "data/demos/trajectories.jsonl",
-        "src/chronos/actions.py",
-        "src/chronos/config.py",
-        "src/chronos/config_timing.py",
-        "src/chronos/errors.py",
-        "src/chronos/features.py",
-        "src/chronos/ptx",
-        "src/chronos/rl",
-        "src/chronos/stages/__init__.py",
-        "src/chronos/stages/bc.py",
-        "src/chronos/stages/common.py",
+        ancient("data/demos/trajectories.jsonl"),
+        ancient("src/chronos/actions.py"),
+        ancient("src/chronos/config.py"),
+        ancient("src/chronos/config_timing.py"),
+        ancient("src/chronos/errors.py"),
+        ancient("src/chronos/features.py"),
+        ancient("src/chronos/ptx"),
+        ancient("src/chronos/rl"),
+        ancient("src/chronos/stages/__init__.py"),
+        ancient("src/chronos/stages/bc.py"),
+        ancient("src/chronos/stages/common.py"),
     output:
         "models/bc.pt",
         "reports/bc_stats.json",
@@ -55,29 +62,29 @@ rule predict:
 
 rule grpo:
     input:
-        "data/kernels/gemm_tile",
-        "data/store/measurements.sqlite",
-        "data/store/atlas.sqlite",
-        "models/bc.pt",
-        "src/chronos/actions.py",
-        "src/chronos/config.py",
-        "src/chronos/config_timing.py",
-        "src/chronos/errors.py",
-        "src/chronos/features.py",
-        "src/chronos/kernels",
-        "src/chronos/measure",
-        "src/chronos/progress.py",
-        "src/chronos/ptx",
-        "src/chronos/rl",
-        "src/chronos/sass.py",
-        "src/chronos/search",
-        "src/chronos/stages/__init__.py",
-        "src/chronos/stages/common.py",
-        "src/chronos/stages/grpo.py",
-        "src/chronos/stages/measuring.py",
-        "src/chronos/toolchain.py",
-        "src/chronos/transforms",
-        "src/chronos/variant.py",
+        ancient("data/kernels/gemm_tile"),
+        ancient("data/store/measurements.sqlite"),
+        ancient("data/store/atlas.sqlite"),
+        ancient("models/bc.pt"),
+        ancient("src/chronos/actions.py"),
+        ancient("src/chronos/config.py"),
+        ancient("src/chronos/config_timing.py"),
+        ancient("src/chronos/errors.py"),
+        ancient("src/chronos/features.py"),
+        ancient("src/chronos/kernels"),
+        ancient("src/chronos/measure"),
+        ancient("src/chronos/progress.py"),
+        ancient("src/chronos/ptx"),
+        ancient("src/chronos/rl"),
+        ancient("src/chronos/sass.py"),
+        ancient("src/chronos/search"),
+        ancient("src/chronos/stages/__init__.py"),
+        ancient("src/chronos/stages/common.py"),
+        ancient("src/chronos/stages/grpo.py"),
+        ancient("src/chronos/stages/measuring.py"),
+        ancient("src/chronos/toolchain.py"),
+        ancient("src/chronos/transforms"),
+        ancient("src/chronos/variant.py"),
     output:
         "models/checkpoint_best.pt",
         "models/checkpoint_latest.pt",
