@@ -63,20 +63,10 @@ class CaptureError(ChronosError):
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="where the capture is written")
     p.add_argument("--workload", help="the workload's name in the summary (default: DIR's name)")
-    p.add_argument(
-        "--tensor-cap",
-        type=int,
-        default=TENSOR_CAP,
-        metavar="BYTES",
-        help=f"largest tensor whose contents are saved (default {TENSOR_CAP >> 20} MiB)",
-    )
-    p.add_argument(
-        "--total-cap",
-        type=int,
-        default=TOTAL_CAP,
-        metavar="BYTES",
-        help=f"all saved tensors together (default {TOTAL_CAP >> 30} GiB)",
-    )
+    p.add_argument("--tensor-cap", type=int, default=TENSOR_CAP, metavar="BYTES",
+                   help=f"largest tensor whose contents are saved (default {TENSOR_CAP >> 20} MiB)")
+    p.add_argument("--total-cap", type=int, default=TOTAL_CAP, metavar="BYTES",
+                   help=f"all saved tensors together (default {TOTAL_CAP >> 30} GiB)")
     p.add_argument("--assemble-only", action="store_true", help="only rebuild the specs from DIR's records")
     p.add_argument("--compact", action="store_true",
                    help="store the PTX gzip-compressed (ptx/*.ptx.gz), for a corpus kept in git")
@@ -98,19 +88,14 @@ def run(args: argparse.Namespace) -> int:
     summary = assemble(out, args.workload or out.name)
     if args.compact:
         compact(out)
-    print(
-        f"capture {summary['workload']}: {summary['kernels']} kernels "
-        f"({summary['distinct_ptx']} distinct PTX) "
-        f"from {summary['launch_signatures']} launch signatures, {summary['launches']} launches; "
-        f"{len(summary['unmapped'])} not mapped -> {out / 'specs.json'}"
-    )
+    print(f"capture {summary['workload']}: {summary['kernels']} kernels ({summary['distinct_ptx']} distinct "
+          f"PTX) from {summary['launch_signatures']} launch signatures, {summary['launches']} launches; "
+          f"{len(summary['unmapped'])} not mapped -> {out / 'specs.json'}")
     for item in summary["unmapped"][:10]:
         print(f"  not mapped: {item['function']} ({item['signature']}): {item['reason']}", file=sys.stderr)
     if rc:
-        print(
-            f"chronos capture: the workload exited with status {rc}; what it launched before is kept",
-            file=sys.stderr,
-        )
+        print(f"chronos capture: the workload exited with status {rc}; what it launched before is kept",
+              file=sys.stderr)
     return rc
 
 
@@ -125,18 +110,11 @@ def run_workload(out: Path, cmd: list[str], tensor_cap: int, total_cap: int) -> 
     (boot / "sitecustomize.py").write_text(_BOOTSTRAP)
     src = Path(__file__).resolve().parent.parent  # so the workload's Python finds chronos
     env = dict(os.environ)
-    env.update(
-        {
-            ENV_DIR: str(out),
-            ENV_TENSOR_CAP: str(tensor_cap),
-            ENV_TOTAL_CAP: str(total_cap),
-            "TRITON_CACHE_DIR": str(out / ".triton_cache"),
-            "TORCHINDUCTOR_CACHE_DIR": str(out / ".inductor_cache"),
-            "TORCHINDUCTOR_FX_GRAPH_CACHE": "0",
-            "TORCHINDUCTOR_AUTOGRAD_CACHE": "0",
-            "PYTHONPATH": os.pathsep.join([str(boot), str(src), *filter(None, [env.get("PYTHONPATH")])]),
-        }
-    )
+    env.update({ENV_DIR: str(out), ENV_TENSOR_CAP: str(tensor_cap), ENV_TOTAL_CAP: str(total_cap),
+                "TRITON_CACHE_DIR": str(out / ".triton_cache"),
+                "TORCHINDUCTOR_CACHE_DIR": str(out / ".inductor_cache"),
+                "TORCHINDUCTOR_FX_GRAPH_CACHE": "0", "TORCHINDUCTOR_AUTOGRAD_CACHE": "0",
+                "PYTHONPATH": os.pathsep.join([str(boot), str(src), *filter(None, [env.get("PYTHONPATH")])])})
     try:
         return subprocess.run(cmd, env=env, check=False).returncode
     except OSError as e:
