@@ -46,11 +46,16 @@ for s in ${STEPS:-}; do
         [ -f $d/specs.json ] || python3 -m chronos.cli capture --out $d --workload $w --assemble-only \
           >> "$LOGS/capture_$w.log" 2>&1
         head -c 3000 $d/errors-*.log >> "$LOGS/capture_$w.log" 2>/dev/null
-        grep "^capture \|triton_share" "$LOGS/capture_$w.log" | tail -4 | tee -a $SUMMARY ;;
+        grep "^capture \|triton_share" "$LOGS/capture_$w.log" | tail -4 | tee -a $SUMMARY
+        # the workload's profile (Triton share, per-kernel GPU time) with its provenance: tune --order-by
+        grep '^{"workload"' "$LOGS/capture_$w.log" | tail -1 | python3 -c "import json, sys; d = json.load(sys.stdin); \
+d['provenance'] = {'versions': open('$LOGS/provenance.txt').read().splitlines(), 'command': 'scripts/gpu_run_capture.sh capture, TAG=$TAG'}; \
+print(json.dumps(d, indent=1))" > $d/profile.json ;;
       tune)
         budget=$(( ($(left) - E2E_RESERVE) / n - 60 )); [ $budget -gt ${TUNE_BUDGET:-60} ] && budget=${TUNE_BUDGET:-60}
         [ $budget -lt 10 ] && budget=10
-        timeout $((budget + 90)) python3 -m chronos.cli tune $d --backend gpu --ptxas triton \
+        order=(); [ -f $d/profile.json ] && order=(--order-by $d/profile.json)
+        timeout $((budget + 90)) python3 -m chronos.cli tune $d --backend gpu --ptxas triton "${order[@]}" \
           --budget $budget --db $d/tuned.sqlite > "$LOGS/tune_$w.log" 2>&1
         echo "tune $w (budget $budget s): exit $?" | tee -a $SUMMARY; tail -2 "$LOGS/tune_$w.log" | tee -a $SUMMARY ;;
       e2e)

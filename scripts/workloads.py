@@ -168,14 +168,18 @@ def triton_share(fn) -> dict:
         fn()
         torch.cuda.synchronize()
     triton_us = other_us = 0.0
+    per_kernel: dict[str, float] = {}
     for ev in prof.key_averages():
         us = ev.device_time_total if hasattr(ev, "device_time_total") else ev.cuda_time_total
         if ev.key.startswith("triton"):  # Inductor's kernels and templates: triton_poi_/_red_/_per_/_tem_
             triton_us += us
+            per_kernel[ev.key] = per_kernel.get(ev.key, 0.0) + us
         else:
             other_us += us
     total = triton_us + other_us
-    return {"triton_us": triton_us, "total_us": total, "triton_share": triton_us / total if total else 0.0}
+    # per Triton kernel (its entry name): where tuning time pays (chronos tune --order-by profile.json)
+    return {"triton_us": triton_us, "total_us": total, "triton_share": triton_us / total if total else 0.0,
+            "triton_kernels_us": dict(sorted(per_kernel.items(), key=lambda kv: -kv[1]))}
 
 
 def main() -> None:

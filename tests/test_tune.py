@@ -121,3 +121,14 @@ def test_tune_measures_with_the_ptxas_that_emits_the_captured_isa(tmp_path, monk
     with pytest.raises(ChronosError, match="ISA 1.0 and no ptxas here emits it"):
         _ptxas("triton", _isa_dir(tmp_path, "1.0"))
     assert _ptxas("/opt/x/ptxas", tmp_path) == "/opt/x/ptxas"
+
+def test_order_by_puts_the_kernels_with_the_most_gpu_time_first():
+    from types import SimpleNamespace
+
+    from chronos.tune import by_gpu_time
+
+    specs = [SimpleNamespace(kernel=f"k{i}", entry=e) for i, e in enumerate(["a", "b", "c", "b"])]
+    profile = {"phases": {"train": {"triton_kernels_us": {"a": 5.0, "b": 3.0}},
+                          "decode": {"triton_kernels_us": {"b": 4.0, "z": 99.0}}}}
+    assert [s.kernel for s in by_gpu_time(specs, profile)] == ["k1", "k3", "k0", "k2"]
+    assert [s.kernel for s in by_gpu_time(specs, {})] == ["k0", "k1", "k2", "k3"]

@@ -40,6 +40,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fixed", action="append", default=[], metavar="A+B",
                    help="a fixed action set measured beside the policy's (repeatable)")
     p.add_argument("--budget", type=float, help="stop starting new kernels after this many seconds")
+    p.add_argument("--order-by", type=Path, metavar="PROFILE.json",
+                   help="tune the kernels with the most GPU time first (a workload profile with per-phase "
+                        "'triton_kernels_us' by entry name, as scripts/workloads.py --profile writes)")
     p.add_argument("--merge-only", action="store_true", help="only write --db from existing parts")
     p.add_argument("--backend", choices=("gpu", "replay", "auto"), default="auto")
     p.add_argument("--store", type=Path, default=Path("data/store/measurements.sqlite"))
@@ -121,6 +124,8 @@ def tune_kernels(args: argparse.Namespace, parts: Path) -> dict:
     specs_json = args.dir / "specs.json"
     todo = [s for s in _selected(specs_json, args.kernel, args.only)
             if not (parts / f"{s.kernel}.json").exists()]
+    if args.order_by:
+        todo = by_gpu_time(todo, json.loads(args.order_by.read_text()))
     fixed = [tuple(a for a in f.split("+") if a) for f in args.fixed]
     policy = load_model(args.checkpoint).eval()
     t0, counts = time.perf_counter(), {"done": 0, "failed": 0, "left": []}
@@ -150,6 +155,16 @@ def tune_kernels(args: argparse.Namespace, parts: Path) -> dict:
             print(f"tune: {spec.kernel:44s} {row.get('returned', row.get('error', '')[:80])} "
                   f"{row.get('speedup_time', 0):.4f}", flush=True)
     return counts
+
+
+def by_gpu_time(specs: list, profile: dict) -> list:
+    """`specs` with the entries that took the most GPU time in the profile first (all phases together);
+    a kernel the profile does not name keeps its place after them (a stable sort)."""
+    us: dict[str, float] = {}
+    for phase in (profile.get("phases") or {}).values():
+        for name, t in (phase.get("triton_kernels_us") or {}).items():
+            us[name] = us.get(name, 0.0) + t
+    return sorted(specs, key=lambda s: -us.get(s.entry, 0.0))
 
 
 def write_db(dir_: Path, parts: Path, db_path: Path) -> dict:
