@@ -55,6 +55,8 @@ def test_e2e_compares_outputs_bitwise_and_pairs_rounds(tmp_path):
     assert r["phases_equal"] == {"train": True, "per_process": False}
     assert r["stock_self_equal"] == {"train": True, "per_process": False}
     assert not r["outputs_equal"] and not r["stock_deterministic"]
+    assert list(r["within_stock_spread"]) == ["per_process"]  # judged against stock's own spread
+    assert r["within_stock_spread"]["per_process"]["max_abs_stock"] > 0
     assert r["hook"]["enabled"] and r["hook"]["swapped"] == 0
     assert r["speedup"]["rounds"] == 4
     assert all(len(r["times"][w]) == 4 for w in ("stock_a", "stock_b", "tuned"))

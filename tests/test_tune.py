@@ -132,3 +132,18 @@ def test_order_by_puts_the_kernels_with_the_most_gpu_time_first():
                           "decode": {"triton_kernels_us": {"b": 4.0, "z": 99.0}}}}
     assert [s.kernel for s in by_gpu_time(specs, profile)] == ["k1", "k3", "k0", "k2"]
     assert [s.kernel for s in by_gpu_time(specs, {})] == ["k0", "k1", "k2", "k3"]
+
+
+def test_float_atomics_mark_a_kernel_that_cannot_be_verified_bit_exactly():
+    from chronos.kernels.spec import read_ptx_file
+    from chronos.tune import float_atomics
+
+    captured = ROOT / "data/kernels/captured"
+    racy = {p.name: float_atomics(read_ptx_file(p)) for p in captured.glob("*/ptx/*.ptx.gz")}
+    racy = {name: ops for name, ops in racy.items() if ops}
+    assert len(racy) == 5 and all("embedding_dense_backward" in n for n in racy)
+    assert all(op.startswith("atom.global") and op.endswith("f32") for ops in racy.values() for op in ops)
+    assert float_atomics("atom.global.add.u64 %rd1, [%rd2], %rd3;\nred.global.add.s32 [%rd2], %r1;") == []
+    assert float_atomics("ld.shared.b32 %r1, [%r2];") == []
+    assert float_atomics("red.global.add.noftz.bf16x2 [%rd2], %r1;") == ["red.global.add.noftz.bf16x2"]
+    assert not any(float_atomics(p.read_text()) for p in TRITON.glob("*.ptx"))

@@ -114,7 +114,7 @@ def _torch_ptxas() -> str | None:
 def tune_kernels(args: argparse.Namespace, parts: Path) -> dict:
     """Tune every selected kernel without a part file yet; returns counts (done, skipped, left, failed)."""
     from chronos.config import Config, load
-    from chronos.kernels.spec import load_module
+    from chronos.kernels.spec import load_module, read_ptx
     from chronos.optimize_time import optimize_time
     from chronos.progress import progress
     from chronos.rl.checkpoint import load_model
@@ -128,13 +128,16 @@ def tune_kernels(args: argparse.Namespace, parts: Path) -> dict:
         todo = by_gpu_time(todo, json.loads(args.order_by.read_text()))
     fixed = [tuple(a for a in f.split("+") if a) for f in args.fixed]
     policy = load_model(args.checkpoint).eval()
-    t0, counts = time.perf_counter(), {"done": 0, "failed": 0, "left": []}
+    t0, counts = time.perf_counter(), {"done": 0, "failed": 0, "skipped": 0, "left": []}
     parts.mkdir(parents=True, exist_ok=True)
     kw = {"ptxas": _ptxas(args.ptxas, args.dir)} if args.ptxas else {}
     with backend_with_atlas(args.backend, args.store, cfg.measure, **kw) as backend:
         for spec in progress(todo, desc="tune", unit="kernel"):
             if args.budget is not None and time.perf_counter() - t0 > args.budget:
                 counts["left"].append(spec.kernel)
+                continue
+            if _skipped_as_racy(spec, read_ptx(specs_json, spec), parts):
+                counts["skipped"] += 1
                 continue
             try:
                 res = optimize_time(spec, load_module(specs_json, spec), backend, policy,
@@ -155,6 +158,28 @@ def tune_kernels(args: argparse.Namespace, parts: Path) -> dict:
             print(f"tune: {spec.kernel:44s} {row.get('returned', row.get('error', '')[:80])} "
                   f"{row.get('speedup_time', 0):.4f}", flush=True)
     return counts
+
+
+_FLOAT_ATOMIC = re.compile(r"(?<![\w.])((?:atom|red)\.global[\w.:]*\.(?:f16|bf16|f32|f64)(?:x2)?)\b")
+
+
+def float_atomics(ptx: str) -> list[str]:
+    """The floating-point global atomics in `ptx` (distinct opcodes): a kernel with any is not deterministic
+    run to run (in the captured corpus: the scatter-add backward of Inductor's embedding kernels)."""
+    return sorted(set(_FLOAT_ATOMIC.findall(ptx)))
+
+
+def _skipped_as_racy(spec, ptx: str, parts: Path) -> bool:
+    """A kernel with float atomics differs from itself run to run: nothing about it can be verified
+    bit-exactly, so its part file records it as skipped, with the reason."""
+    racy = float_atomics(ptx)
+    if racy:
+        row = {"kernel": spec.kernel, "verdict": "skipped",
+               "reason": f"float atomics ({', '.join(racy)}): the output depends on the order the threads "
+                         "add in, so no variant can be verified bit-exactly"}
+        (parts / f"{spec.kernel}.json").write_text(json.dumps(row, indent=1) + "\n")
+        print(f"tune: {spec.kernel:44s} skipped: float atomics", flush=True)
+    return bool(racy)
 
 
 def by_gpu_time(specs: list, profile: dict) -> list:
@@ -203,7 +228,8 @@ def run(args: argparse.Namespace) -> int:
     parts = args.parts or args.dir / "tune-parts"
     if not args.merge_only:
         counts = tune_kernels(args, parts)
-        print(f"tune: {counts['done']} tuned, {counts['failed']} failed, {len(counts['left'])} left by the "
+        print(f"tune: {counts['done']} tuned, {counts['failed']} failed, {counts['skipped']} skipped, "
+              f"{len(counts['left'])} left by the "
               f"budget{': ' + ', '.join(counts['left'][:8]) if counts['left'] else ''}")
     if args.db:
         print(f"tune: tuned DB {args.db}: {write_db(args.dir, parts, args.db)}")

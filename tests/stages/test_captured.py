@@ -41,11 +41,13 @@ def _part(kernel, returned="baseline", speedup=1.0, valid=True, error=None):
 
 
 def test_tune_summary_counts_verdicts_and_deploys_the_baseline_where_nothing_won():
+    skipped = {"kernel": "e", "verdict": "skipped", "reason": "float atomics"}
     s = captured.tune_summary([_part("a", "maxnreg_64", 1.21), _part("b"), _part("c", valid=False),
-                               _part("d", error="worker died")])
-    assert (s["kernels"], s["faster"], s["unchanged"], s["unmeasured"], s["slower"]) == (4, 1, 1, 2, 0)
+                               _part("d", error="worker died"), skipped])
+    assert (s["kernels"], s["faster"], s["unchanged"], s["unmeasured"], s["slower"], s["skipped"]) == \
+        (5, 1, 1, 2, 0, 1)
     assert s["time_geomean"] == pytest.approx((1.21 * 1.0) ** 0.5)
-    assert s["unmeasured_reasons"] == {"ptxas_error": 1, "worker died": 1}
+    assert s["unmeasured_reasons"] == {"ptxas_error": 1, "worker died": 1, "float atomics": 1}
 
 
 def test_tune_and_e2e_records_become_metrics(tmp_path):

@@ -193,7 +193,8 @@ def captured_metrics(captured: dict | None) -> dict:
         out.setdefault("capture", {})[w] = {"kernels": s["kernels"], "distinct_ptx": s["distinct_ptx"]}
         if "tune" in s:
             out.setdefault("tune", {})[w] = {k: s["tune"][k] for k in
-                                             ("faster", "slower", "unchanged", "unmeasured", "time_geomean")}
+                                             ("faster", "slower", "unchanged", "skipped", "unmeasured",
+                                              "time_geomean")}
         if "e2e" in s:
             out.setdefault("e2e", {})[w] = {"speedup": s["e2e"]["speedup"]["median"],
                                             "outputs_equal": s["e2e"]["outputs_equal"]}

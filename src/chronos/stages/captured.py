@@ -31,12 +31,16 @@ def amdahl_bound(share: float, kernel_speedup: float) -> float:
 
 
 def tune_summary(parts: list[dict]) -> dict:
-    """Per-kernel tune verdicts in time: faster / slower / unchanged / unmeasured and the geomean speedup
-    of what would deploy (the baseline, ratio 1, where nothing was faster)."""
-    counts = {"faster": 0, "slower": 0, "unchanged": 0, "unmeasured": 0}
+    """Per-kernel tune verdicts in time: faster / slower / unchanged / skipped / unmeasured and the geomean
+    speedup of what would deploy (the baseline, ratio 1, where nothing was faster)."""
+    counts = {"faster": 0, "slower": 0, "unchanged": 0, "skipped": 0, "unmeasured": 0}
     speedups, reasons = [], {}
     for row in parts:
         base = row.get("baseline") or {}
+        if row.get("verdict") == "skipped":  # e.g. float atomics: not verifiable bit-exactly
+            counts["skipped"] += 1
+            reasons[row["reason"]] = reasons.get(row["reason"], 0) + 1
+            continue
         if "error" in row or not base.get("valid", False):
             counts["unmeasured"] += 1
             why = row.get("error") or base.get("reason") or row.get("verdict", "?")
