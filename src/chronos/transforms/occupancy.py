@@ -1,0 +1,64 @@
+"""Action space v2 (issue #14), register budgets as occupancy targets: for a kernel's threads per CTA, the
+largest per-thread budget at which k CTAs fit on an SM, for every feasible k.
+
+The seed's four budgets (32/64/128/255) miss the ones that matter: cross_entropy_bf16 ran 6.4% faster at 64
+registers (4 CTAs/SM kept) and not at all at 77. On sm_80-sm_90 an SM has 65,536 registers, allocated per
+warp in units of 256 (8 per thread), at most 2,048 threads and 32 CTAs; a budget below what some
+instructions need is refused by ptxas (set_maxnreg decides with ptxas, as for the seed's budgets).
+"""
+
+from __future__ import annotations
+
+import re
+
+from chronos.errors import NotApplicable
+from chronos.ptx.ir import Module
+from chronos.transforms.register_budget import set_maxnreg
+
+REGS_PER_SM = 65536
+MAX_THREADS_PER_SM = 2048
+MAX_CTAS_PER_SM = 32
+MAX_REGS_PER_THREAD = 255
+GRANULE = 8  # per-thread registers: warps are given registers 256 at a time
+
+
+def threads_per_cta(module: Module) -> int:
+    """The entry's CTA size from `.reqntid` or `.maxntid` (Triton always writes .reqntid)."""
+    for fn in module.entries():
+        for key, value in fn.directives:
+            if key in (".reqntid", ".maxntid"):
+                dims = [int(x) for x in re.findall(r"\d+", value)]
+                n = 1
+                for d in dims:
+                    n *= d
+                return n
+    raise NotApplicable("no .reqntid or .maxntid: the CTA size, and so the occupancy, is unknown")
+
+
+def ctas_per_sm(threads: int, regs: int) -> int:
+    """CTAs of `threads` threads that fit on one SM at `regs` registers per thread (registers and thread
+    slots only; shared memory is the kernel's own and no register budget changes it)."""
+    warps = -(-threads // 32)
+    per_warp = -(-max(regs, 1) * 32 // 256) * 256
+    return min(MAX_CTAS_PER_SM, MAX_THREADS_PER_SM // threads, REGS_PER_SM // (per_warp * warps))
+
+
+def occupancy_budgets(threads: int) -> dict[int, int]:
+    """{k: the largest budget (a multiple of 8, at most 255) at which k CTAs fit}, for every k that some
+    budget reaches; budgets that give the same k collapse to the largest."""
+    out: dict[int, int] = {}
+    top = MAX_REGS_PER_THREAD // GRANULE * GRANULE
+    for regs in (MAX_REGS_PER_THREAD, *range(top, GRANULE - 1, -GRANULE)):
+        k = ctas_per_sm(threads, regs)
+        if k >= 1:
+            out.setdefault(k, regs)
+    return dict(sorted(out.items()))
+
+
+def occupancy_target(module: Module, ctas: int) -> Module:
+    """`.maxnreg` = the largest budget at which `ctas` CTAs fit on an SM (ptxas must accept it)."""
+    budgets = occupancy_budgets(threads_per_cta(module))
+    if ctas not in budgets:
+        raise NotApplicable(f"{ctas} CTAs/SM is out of reach at {threads_per_cta(module)} threads per CTA "
+                            f"(reachable: {sorted(budgets)})")
+    return set_maxnreg(module, budgets[ctas])
