@@ -18,7 +18,13 @@ from pathlib import Path
 from chronos.errors import NotApplicable, PtxasError
 from chronos.ptx import emit, parse
 from chronos.toolchain import assemble
-from chronos.transforms.load_hints import l1_eviction, l2_policy, load_classes, prefetch_size
+from chronos.transforms.cache_policy import (
+    l1_eviction,
+    l2_policy,
+    load_classes,
+    prefetch_size,
+    store_eviction,
+)
 from chronos.transforms.occupancy import occupancy_budgets, threads_per_cta
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -30,6 +36,8 @@ HINTS = {
     **{f"L2::{p}/{w}": (lambda m, p=p, w=w: l2_policy(m, p, w))
        for p in ("evict_first", "evict_last") for w in ("reread", "streaming")},
     **{f"L2::{s}": (lambda m, s=s: prefetch_size(m, s)) for s in ("64B", "128B", "256B")},
+    **{f"st.L1::{p}": (lambda m, p=p: store_eviction(m, p))
+       for p in ("evict_first", "evict_last", "no_allocate")},
 }
 
 

@@ -14,7 +14,7 @@ from chronos.errors import NotApplicable
 from chronos.ptx import emit, parse
 from chronos.ptx.ir import Instruction, Reg
 from chronos.toolchain import assemble
-from chronos.transforms.load_hints import (
+from chronos.transforms.cache_policy import (
     L1_POLICIES,
     L2_POLICIES,
     POLICY_REG,
@@ -23,8 +23,15 @@ from chronos.transforms.load_hints import (
     l2_policy,
     load_classes,
     prefetch_size,
+    store_eviction,
 )
-from chronos.transforms.occupancy import ctas_per_sm, occupancy_budgets, occupancy_target, threads_per_cta
+from chronos.transforms.occupancy import (
+    ctas_per_sm,
+    min_ctas_per_sm,
+    occupancy_budgets,
+    occupancy_target,
+    threads_per_cta,
+)
 
 from ..ptx.corpus import CORPUS_DIR, corpus, target_arch
 
@@ -33,11 +40,12 @@ GOLDEN = Path(__file__).parent / "golden"
 CORPUS = corpus()
 HINTS = ([(f"l1_{p}", lambda m, p=p, w=w: l1_eviction(m, p, w), w) for p in L1_POLICIES for w in ("all",)]
          + [(f"l2_{p}", lambda m, p=p: l2_policy(m, p), "all") for p in L2_POLICIES]
-         + [(f"l2_{s}", lambda m, s=s: prefetch_size(m, s), "all") for s in PREFETCH_SIZES])
+         + [(f"l2_{s}", lambda m, s=s: prefetch_size(m, s), "all") for s in PREFETCH_SIZES]
+         + [(f"st_{p}", lambda m, p=p: store_eviction(m, p), "all") for p in L1_POLICIES])
 
 
-def _loads(module):
-    return [i for fn in module.entries() for i in fn.instructions() if i.op == "ld" and "global" in i.mods]
+def _loads(module, op="ld"):
+    return [i for fn in module.entries() for i in fn.instructions() if i.op == op and "global" in i.mods]
 
 
 @pytest.mark.parametrize("name, text", CORPUS, ids=[i for i, _ in CORPUS])
@@ -49,7 +57,8 @@ def test_every_applicable_hint_assembles_and_changes_only_qualifiers(name, text,
         except NotApplicable:
             continue
         assemble(emit(out), target_arch(text))  # raises PtxasError with a repro on refusal
-        before, after = _loads(module), _loads(out)
+        op = "st" if label.startswith("st_") else "ld"
+        before, after = _loads(module, op), _loads(out, op)
         assert len(before) == len(after), label
         for a, b in zip(before, after, strict=True):
             assert (a.pred, a.pred_neg, a.operands) == (b.pred, b.pred_neg, b.operands[: len(a.operands)])
@@ -137,3 +146,7 @@ def test_an_occupancy_target_sets_the_budget_ptxas_accepts(ptxas):
     with pytest.raises(NotApplicable, match="out of reach"):
         occupancy_target(module, 33)
     assert isinstance(next(iter(_loads(out))), Instruction)
+    one = min_ctas_per_sm(module, k)
+    assert [dict(fn.directives)[".minnctapersm"] for fn in one.entries()] == [str(k)]
+    with pytest.raises(NotApplicable, match="already"):
+        min_ctas_per_sm(one, k)

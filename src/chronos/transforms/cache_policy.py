@@ -1,10 +1,12 @@
-"""Action space v2 (issue #14), load hints: L1 eviction priority, L2 cache policy, L2 prefetch size — chosen
-separately for loads whose data the kernel reads again (`reread`) and for the others (`streaming`).
+"""Action space v2 (issue #14), cache policy hints: on loads an L1 eviction priority, an L2 cache policy or an
+L2 prefetch size — chosen separately for loads whose data the kernel reads again (`reread`) and for the
+others (`streaming`) — and on stores an L1 eviction priority.
 
     l1_eviction(module, "evict_last", "reread")   ld.global.L1::evict_last.b32 ...
     l2_policy(module, "evict_first", "streaming") createpolicy.fractional.L2::evict_first.b64 %chronos_pol,
                                                   1.0; ld.global.L2::cache_hint.b32 ..., [a], %chronos_pol;
     prefetch_size(module, "256B", "all")          ld.global.L2::256B.b32 ...
+    store_eviction(module, "no_allocate")         st.global.L1::no_allocate.b32 [a], ...
 
 All three are performance hints (PTX ISA, "Data Movement and Conversion Instructions: ld"): they never
 change what a load returns. Eligible loads are weak `ld.global` without `.nc` (for an L1 priority also
@@ -97,12 +99,13 @@ def load_classes(fn: Function) -> dict[int, str]:
 
 
 # ------------------------------------------------------------------ the rewrites
-def _eligible(ins: Instruction, l1: bool) -> bool:
-    """A weak, coherent ld.global; for an L1 eviction priority also one without a cache operator (the L2
-    qualifiers combine with one)."""
+def _eligible(ins: Instruction, l1: bool, op: str = "ld") -> bool:
+    """A weak, coherent ld.global (st.global); for an L1 eviction priority also one without a cache operator
+    (the L2 qualifiers combine with one)."""
     mem = memory_op(ins)
-    return (mem is not None and ins.op == "ld" and mem.space == "global" and not mem.volatile
-            and "nc" not in ins.mods and not (l1 and _COPS & set(ins.mods)))
+    cops = _COPS | {"wb", "wt"}
+    return (mem is not None and ins.op == op and mem.space == "global" and not mem.volatile
+            and "nc" not in ins.mods and not (l1 and cops & set(ins.mods)))
 
 
 def _with_mods(ins: Instruction, l1: str | None = None, hint: bool = False, size: str | None = None):
@@ -114,7 +117,7 @@ def _with_mods(ins: Instruction, l1: str | None = None, hint: bool = False, size
     if (l1 and has_l1) or (hint and has_hint) or (size and has_size):
         return None
     head = mods[: mods.index("global") + 1]
-    head += [m for m in mods[len(head):len(head) + 1] if m in _COPS]  # ld.global{.cop}{.L1::*}{.L2::*}
+    head += [m for m in mods[len(head):len(head) + 1] if m in _COPS | {"wb", "wt"}]  # {.cop}{.L1::*}{.L2::*}
     quals = [m for m in mods[len(head):] if m.startswith(("L1::", "L2::"))]
     tail = [m for m in mods[len(head):] if m not in quals]
     quals += [f"L1::{l1}"] * bool(l1) + ["L2::cache_hint"] * hint + [f"L2::{size}"] * bool(size)
@@ -142,6 +145,29 @@ def _rewrite_loads(module: Module, which: str, what: str, make, *, l1: bool = Fa
     result = rewrite_bodies(module, rewrite)
     if not changed:
         raise NotApplicable(f"no eligible {which} ld.global would take {what}")
+    return result
+
+
+def store_eviction(module: Module, policy: str) -> Module:
+    """An L1 eviction priority on every eligible st.global (`no_allocate`: written data the kernel does not
+    read back need not take L1 lines)."""
+    if policy not in L1_POLICIES:
+        raise ValueError(f"L1 policy {policy!r}; one of {', '.join(L1_POLICIES)}")
+    changed = 0
+
+    def rewrite(fn: Function) -> list[Statement]:
+        nonlocal changed
+        out: list[Statement] = []
+        for s in fn.body or []:
+            eligible = isinstance(s, Instruction) and _eligible(s, True, "st")
+            new = _with_mods(s, l1=policy) if eligible else None
+            changed += new is not None
+            out.append(new or s)
+        return out
+
+    result = rewrite_bodies(module, rewrite)
+    if not changed:
+        raise NotApplicable(f"no eligible st.global would take .L1::{policy}")
     return result
 
 
