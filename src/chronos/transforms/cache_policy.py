@@ -125,27 +125,34 @@ def _with_mods(ins: Instruction, l1: str | None = None, hint: bool = False, size
     return ins.with_opcode(".".join([ins.op, *head, *quals, *tail]))
 
 
-def _rewrite_loads(module: Module, which: str, what: str, make, *, l1: bool = False) -> Module:
-    if which not in LOAD_CLASSES:
-        raise ValueError(f"load class {which!r}; one of {', '.join(LOAD_CLASSES)}")
+def _rewrite(module: Module, pick, what: str, make) -> Module:
+    """`make(s)` for the body statements `pick(fn)` names (indices); NotApplicable when none changes."""
     changed = 0
 
     def rewrite(fn: Function) -> list[Statement]:
         nonlocal changed
-        classes = load_classes(fn)
+        chosen = pick(fn)
         out: list[Statement] = []
         for i, s in enumerate(fn.body or []):
-            new = None
-            if i in classes and which in ("all", classes[i]) and _eligible(s, l1):
-                new = make(s)
+            new = make(s) if i in chosen else None
             changed += new is not None
             out.append(new or s)
         return out
 
     result = rewrite_bodies(module, rewrite)
     if not changed:
-        raise NotApplicable(f"no eligible {which} ld.global would take {what}")
+        raise NotApplicable(f"no eligible {what}")
     return result
+
+
+def _rewrite_loads(module: Module, which: str, what: str, make, *, l1: bool = False) -> Module:
+    if which not in LOAD_CLASSES:
+        raise ValueError(f"load class {which!r}; one of {', '.join(LOAD_CLASSES)}")
+
+    def pick(fn: Function) -> set[int]:
+        return {i for i, c in load_classes(fn).items() if which in ("all", c) and _eligible(fn.body[i], l1)}
+
+    return _rewrite(module, pick, f"{which} ld.global would take {what}", make)
 
 
 def store_eviction(module: Module, policy: str) -> Module:
@@ -153,22 +160,12 @@ def store_eviction(module: Module, policy: str) -> Module:
     read back need not take L1 lines)."""
     if policy not in L1_POLICIES:
         raise ValueError(f"L1 policy {policy!r}; one of {', '.join(L1_POLICIES)}")
-    changed = 0
 
-    def rewrite(fn: Function) -> list[Statement]:
-        nonlocal changed
-        out: list[Statement] = []
-        for s in fn.body or []:
-            eligible = isinstance(s, Instruction) and _eligible(s, True, "st")
-            new = _with_mods(s, l1=policy) if eligible else None
-            changed += new is not None
-            out.append(new or s)
-        return out
+    def pick(fn: Function) -> set[int]:
+        body = fn.body or []
+        return {i for i, s in enumerate(body) if isinstance(s, Instruction) and _eligible(s, True, "st")}
 
-    result = rewrite_bodies(module, rewrite)
-    if not changed:
-        raise NotApplicable(f"no eligible st.global would take .L1::{policy}")
-    return result
+    return _rewrite(module, pick, f"st.global would take .L1::{policy}", lambda s: _with_mods(s, l1=policy))
 
 
 def l1_eviction(module: Module, policy: str, which: str = "all") -> Module:
