@@ -25,7 +25,6 @@ import itertools
 import json
 import math
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -33,6 +32,7 @@ from pathlib import Path
 
 from chronos.errors import ChronosError, SpecError
 from chronos.kernels.spec import DTYPES, ArgSpec, KernelSpec, write_specs
+from chronos.ptx import Module, parse
 from chronos.triton.capture import ENV_DIR, ENV_TENSOR_CAP, ENV_TOTAL_CAP, TENSOR_CAP, TOTAL_CAP
 
 FAMILY = "captured"
@@ -141,8 +141,6 @@ def scan_cache(cache: Path) -> dict[str, dict]:
     return found
 
 
-_PARAM = re.compile(r"\.param\s+\.(\w+)(\s+\.ptr)?[^,)]*?\s+([\w$]+)\s*(?=[,)])")
-_ENTRY = re.compile(r"\.entry\s+([\w$]+)\s*\((.*?)\)", re.DOTALL)
 _SCALARS = {
     "u32": "i32",
     "s32": "i32",
@@ -161,11 +159,11 @@ _SCALARS = {
 }
 
 
-def ptx_params(ptx: str, entry: str) -> list[tuple[str, str, bool]]:
+def ptx_params(module: Module, entry: str) -> list[tuple[str, str, bool]]:
     """(name, PTX type, is pointer) of the entry's parameters, in order."""
-    for m in _ENTRY.finditer(ptx):
-        if m.group(1) == entry:
-            return [(p.group(3), p.group(1), bool(p.group(2))) for p in _PARAM.finditer(m.group(2))]
+    for fn in module.entries():
+        if fn.name == entry:
+            return [(p.name, p.dtype.lstrip("."), p.is_ptr) for p in fn.params]
     raise CaptureError(f"entry {entry} not found in its PTX")
 
 
@@ -335,12 +333,12 @@ def _spec(out: Path, rec: dict, cache: dict, workload: str) -> tuple[KernelSpec,
         raise CaptureError(why)
     ptx = item["ptx"].read_text()
     meta = item["meta"]
-    params = ptx_params(ptx, item["name"])
+    module = parse(ptx, file=str(item["ptx"]))
+    params = ptx_params(module, item["name"])
     args, alignment = map_args(rec, params)
     ptx_file = f"ptx/{item['name']}_{item['hash'][:8]}.ptx"
     if not (out / ptx_file).exists():
         (out / ptx_file).write_text(ptx)
-    target = re.search(r"^\s*\.target\s+(\w+)", ptx, re.MULTILINE)
     name = _kernel_name(item["name"], item["hash"], rec["signature"])
     grid = tuple(int(g) for g in (list(rec["grid"]) + [1, 1])[:3])
     spec = KernelSpec(
@@ -353,7 +351,7 @@ def _spec(out: Path, rec: dict, cache: dict, workload: str) -> tuple[KernelSpec,
         args=tuple(args),
         shared_bytes=int(meta.get("shared", 0)),
         alignment=alignment,
-        arch=target.group(1) if target else "sm_90",
+        arch=module.arch,
         notes=f"captured from {workload} ({rec['source']}: {rec['function']}); "
         f"constexprs {json.dumps(rec.get('constexprs', {}), sort_keys=True)}",
     ).validate()

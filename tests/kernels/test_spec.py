@@ -53,3 +53,17 @@ def test_load_module_carries_the_alignment_contract(tmp_path):
 
 def test_arg_bytes():
     assert ArgSpec("a", "buffer", "f16", 10, "output").nbytes == 20
+
+
+def test_a_spec_missing_an_argument_is_refused_naming_the_kernel():
+    """Every parameter of the PTX entry needs an argument: a launch with fewer leaves the rest undefined."""
+    import dataclasses
+    from pathlib import Path
+
+    specs_json = Path(__file__).resolve().parents[2] / "data/kernels/triton/specs.json"
+    spec = load_specs(specs_json)[0]
+    load_module(specs_json, spec)
+    short = dataclasses.replace(spec, args=spec.args[:-1])
+    with pytest.raises(SpecError, match=f"{spec.kernel}: {len(spec.args) - 1} arguments for the "
+                                        f"{len(spec.args)} parameters"):
+        load_module(specs_json, short)

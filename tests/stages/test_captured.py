@@ -64,3 +64,12 @@ def test_tune_and_e2e_records_become_metrics(tmp_path):
     assert m["capture"]["flex"] == {"kernels": 7, "distinct_ptx": 7}
     assert m["tune"]["flex"]["faster"] == 1 and m["tune"]["flex"]["time_geomean"] == pytest.approx(1.1)
     assert m["e2e"]["flex"] == {"speedup": 1.02, "outputs_equal": True}
+
+
+def test_every_committed_captured_spec_gives_each_ptx_parameter_an_argument():
+    from chronos.kernels.spec import load_module, load_specs
+
+    specs = [(sj, s) for sj in sorted(CORPUS.glob("*/specs.json")) for s in load_specs(sj)]
+    assert len(specs) == 230
+    for sj, s in specs:
+        load_module(sj, s)  # SpecError when an argument is missing (Triton's trailing scratch pointers)

@@ -166,10 +166,15 @@ def read_ptx(specs_json: Path, spec: KernelSpec) -> str:
 
 
 def load_module(specs_json: Path, spec: KernelSpec):
-    """Parse the spec's PTX and attach its alignment contract, ready for chronos.transforms."""
+    """Parse the spec's PTX and attach its alignment contract, ready for chronos.transforms. A spec must
+    give every parameter of its entry an argument: a launch with fewer leaves the rest undefined."""
     from chronos.ptx import parse
 
     path = ptx_path(specs_json, spec)
     module = parse(read_ptx_file(path), file=str(path))
+    entry = next((fn for fn in module.entries() if fn.name == spec.entry), None)
+    if entry is not None and len(entry.params) != len(spec.args):
+        raise SpecError(f"{spec.kernel}: {len(spec.args)} arguments for the {len(entry.params)} "
+                        f"parameters of {spec.entry} in {path}")
     module.align_contract.update(spec.alignment)
     return module
