@@ -20,44 +20,30 @@ import time
 import torch
 
 
-def _llama():
-    from transformers import LlamaConfig, LlamaForCausalLM
+def _transformers_model(config: str, model: str, **sizes):
+    """A transformers model class with random weights at the given sizes (SDPA attention); returns the model
+    and its vocabulary size."""
+    import transformers
 
-    cfg = LlamaConfig(
-        hidden_size=4096,
-        intermediate_size=14336,
-        num_attention_heads=32,
-        num_key_value_heads=8,
-        num_hidden_layers=2,
-        vocab_size=128256,
-        max_position_embeddings=8192,
-        attn_implementation="sdpa",
-    )
-    return LlamaForCausalLM(cfg), cfg.vocab_size
+    cfg = getattr(transformers, config)(attn_implementation="sdpa", **sizes)
+    return getattr(transformers, model)(cfg), cfg.vocab_size
+
+
+def _llama():
+    return _transformers_model("LlamaConfig", "LlamaForCausalLM", hidden_size=4096, intermediate_size=14336,
+                               num_attention_heads=32, num_key_value_heads=8, num_hidden_layers=2,
+                               vocab_size=128256, max_position_embeddings=8192)
 
 
 def _gpt2():
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    cfg = GPT2Config(
-        n_embd=1600, n_head=25, n_layer=2, vocab_size=50257, n_positions=2048, attn_implementation="sdpa"
-    )
-    return GPT2LMHeadModel(cfg), cfg.vocab_size
+    return _transformers_model("GPT2Config", "GPT2LMHeadModel", n_embd=1600, n_head=25, n_layer=2,
+                               vocab_size=50257, n_positions=2048)
 
 
 def _bert():
-    from transformers import BertConfig, BertForMaskedLM
-
-    cfg = BertConfig(
-        hidden_size=1024,
-        num_attention_heads=16,
-        intermediate_size=4096,
-        num_hidden_layers=2,
-        vocab_size=30522,
-        max_position_embeddings=512,
-        attn_implementation="sdpa",
-    )
-    return BertForMaskedLM(cfg), cfg.vocab_size
+    return _transformers_model("BertConfig", "BertForMaskedLM", hidden_size=1024, num_attention_heads=16,
+                               intermediate_size=4096, num_hidden_layers=2, vocab_size=30522,
+                               max_position_embeddings=512)
 
 
 def _loss_and_grads(loss, model) -> list:

@@ -27,13 +27,14 @@ from chronos.errors import NotApplicable
 from chronos.ptx.analysis import basic_blocks, defs_uses, memory_op
 from chronos.ptx.ir import Addr, Function, Imm, Instruction, Module, Reg, RegDecl, Statement
 from chronos.transforms.base import rewrite_bodies
+from chronos.transforms.cache_hints import LOAD_OPS, STORE_OPS
 
 L1_POLICIES = ("evict_first", "evict_last", "no_allocate")
 L2_POLICIES = ("evict_first", "evict_last")
 PREFETCH_SIZES = ("64B", "128B", "256B")
 LOAD_CLASSES = ("reread", "streaming", "all")
 POLICY_REG = "%chronos_pol"
-_COPS = {"ca", "cg", "cs", "lu", "cv"}
+_COPS = set(LOAD_OPS) | set(STORE_OPS)  # cache operators of ld and st
 
 
 # ------------------------------------------------------------------ which loads are re-read
@@ -103,9 +104,8 @@ def _eligible(ins: Instruction, l1: bool, op: str = "ld") -> bool:
     """A weak, coherent ld.global (st.global); for an L1 eviction priority also one without a cache operator
     (the L2 qualifiers combine with one)."""
     mem = memory_op(ins)
-    cops = _COPS | {"wb", "wt"}
     return (mem is not None and ins.op == op and mem.space == "global" and not mem.volatile
-            and "nc" not in ins.mods and not (l1 and cops & set(ins.mods)))
+            and "nc" not in ins.mods and not (l1 and _COPS & set(ins.mods)))
 
 
 def _with_mods(ins: Instruction, l1: str | None = None, hint: bool = False, size: str | None = None):
@@ -117,7 +117,7 @@ def _with_mods(ins: Instruction, l1: str | None = None, hint: bool = False, size
     if (l1 and has_l1) or (hint and has_hint) or (size and has_size):
         return None
     head = mods[: mods.index("global") + 1]
-    head += [m for m in mods[len(head):len(head) + 1] if m in _COPS | {"wb", "wt"}]  # {.cop}{.L1::*}{.L2::*}
+    head += [m for m in mods[len(head):len(head) + 1] if m in _COPS]  # {.cop}{.L1::*}{.L2::*}
     quals = [m for m in mods[len(head):] if m.startswith(("L1::", "L2::"))]
     tail = [m for m in mods[len(head):] if m not in quals]
     quals += [f"L1::{l1}"] * bool(l1) + ["L2::cache_hint"] * hint + [f"L2::{size}"] * bool(size)

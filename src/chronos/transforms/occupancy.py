@@ -9,13 +9,11 @@ instructions need is refused by ptxas (set_maxnreg decides with ptxas, as for th
 
 from __future__ import annotations
 
-import dataclasses
 import re
 
 from chronos.errors import NotApplicable
 from chronos.ptx.ir import Module
-from chronos.transforms.base import rewrite_functions
-from chronos.transforms.register_budget import ptxas_verdict, set_maxnreg
+from chronos.transforms.register_budget import set_entry_directive, set_maxnreg
 
 REGS_PER_SM = 65536
 MAX_THREADS_PER_SM = 2048
@@ -69,21 +67,7 @@ def occupancy_target(module: Module, ctas: int) -> Module:
 def min_ctas_per_sm(module: Module, ctas: int) -> Module:
     """`.minnctapersm ctas`: the same target spelt for ptxas, which then picks the registers itself (and
     may spill to meet it); it needs the CTA size, which `.reqntid`/`.maxntid` give."""
-    from chronos.ptx.printer import emit
-
     budgets = occupancy_budgets(threads_per_cta(module))
     if ctas not in budgets:
         raise NotApplicable(f"{ctas} CTAs/SM is out of reach (reachable: {sorted(budgets)})")
-    if all(dict(fn.directives).get(".minnctapersm") == str(ctas) for fn in module.entries()):
-        raise NotApplicable(f"every entry already has .minnctapersm {ctas}")
-
-    def rewrite(fn):
-        new = dataclasses.replace(fn, directives=list(fn.directives))
-        new.set_directive(".minnctapersm", str(ctas))
-        return new
-
-    result = rewrite_functions(module, rewrite)
-    reason = ptxas_verdict(emit(result), module.arch)
-    if reason is not None:
-        raise NotApplicable(f"ptxas refuses .minnctapersm {ctas} for {module.arch}: {reason}")
-    return result
+    return set_entry_directive(module, ".minnctapersm", str(ctas))

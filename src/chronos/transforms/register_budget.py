@@ -36,12 +36,18 @@ def ptxas_verdict(ptx: str, arch: str) -> str | None:
 def set_maxnreg(module: Module, budget: int, *, verify: bool = True) -> Module:
     """Set `.maxnreg budget` on every entry. With verify=False the ptxas verdict is left to whoever compiles
     the result (the exhaustive search does: its compile step records a refusal as an invalid variant)."""
-    if all(fn.maxnreg == budget for fn in module.entries()):
-        raise NotApplicable(f"every entry already has .maxnreg {budget}")
+    return set_entry_directive(module, ".maxnreg", str(budget), verify=verify)
+
+
+def set_entry_directive(module: Module, name: str, value: str, *, verify: bool = True) -> Module:
+    """Set the performance directive `name value` (.maxnreg, .minnctapersm) on every entry; legal only
+    where it changes some entry and, with verify, ptxas accepts the result for the module's architecture."""
+    if all(fn.directive(name) == value for fn in module.entries()):
+        raise NotApplicable(f"every entry already has {name} {value}")
 
     def rewrite(fn: Function) -> Function:
         new = dataclasses.replace(fn, directives=list(fn.directives))
-        new.set_directive(".maxnreg", str(budget))
+        new.set_directive(name, value)
         return new
 
     result = rewrite_functions(module, rewrite)
@@ -49,5 +55,5 @@ def set_maxnreg(module: Module, budget: int, *, verify: bool = True) -> Module:
         return result
     reason = ptxas_verdict(emit(result), module.arch)
     if reason is not None:
-        raise NotApplicable(f"ptxas refuses .maxnreg {budget} for {module.arch}: {reason}")
+        raise NotApplicable(f"ptxas refuses {name} {value} for {module.arch}: {reason}")
     return result

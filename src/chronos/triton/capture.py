@@ -270,14 +270,9 @@ def triton_ptxas() -> dict | None:
         path = get_ptxas(10 * major + minor).path
     except Exception:  # noqa: BLE001 - no Triton NVIDIA backend here: nothing to record
         return None
-    if path not in _PTXAS_SEEN:
-        from chronos.toolchain import ptxas_version
+    from chronos.toolchain import ptxas_version  # cached per path
 
-        _PTXAS_SEEN[path] = ptxas_version(path)
-    return {"path": path, "version": _PTXAS_SEEN[path]}
-
-
-_PTXAS_SEEN: dict[str, str] = {}
+    return {"path": path, "version": ptxas_version(path)}
 
 
 def _plain(d: dict) -> dict:

@@ -74,13 +74,7 @@ def triton_ptxas_version(arch: int) -> str:
     Inductor sets to torch's ptxas before its first compile; so it is asked at each compile, not once."""
     from triton.backends.nvidia.compiler import get_ptxas
 
-    path = get_ptxas(arch).path
-    if path not in _PTXAS_VERSIONS:
-        _PTXAS_VERSIONS[path] = ptxas_version(path)
-    return _PTXAS_VERSIONS[path]
-
-
-_PTXAS_VERSIONS: dict[str, str] = {}
+    return ptxas_version(get_ptxas(arch).path)  # cached per path by chronos.toolchain
 
 
 # ------------------------------------------------------------------ what a swap must keep
