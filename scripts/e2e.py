@@ -71,37 +71,39 @@ def worker(workload: str, role: str, db: str | None, workloads_py: Path) -> None
         proto.write(json.dumps(obj) + "\n")
         proto.flush()
 
+    kept: dict[str, list] = {}  # the hashed outputs, until the coordinator says which it needs
     for line in sys.stdin:
         cmd = json.loads(line)
         if cmd["op"] == "warm":
-            digests = _warm(phases, cmd["steps"], Path(cmd["keep"]), role)
+            kept = _warm(phases, cmd["steps"])
             if role == "tuned":
                 import chronos.triton
 
                 stats = chronos.triton.stats()
-            reply({"digests": digests, "hook": stats})
+            reply({"digests": {name: _digest(outs) for name, outs in kept.items()}, "hook": stats})
+        elif cmd["op"] == "keep":  # the phases where stock differs from itself: their outputs, to disk
+            for name in cmd["phases"]:
+                torch.save([t.cpu() for t in kept[name]], Path(cmd["dir"]) / f"{role}_{name}.pt")
+            kept = {}
+            reply({"ok": True})
         elif cmd["op"] == "time":
+            kept = {}  # not held on the GPU while timing
             reply({"times": _time(phases, cmd["steps"])})
         elif cmd["op"] == "stop":
             reply({"ok": True})
             return
 
 
-def _warm(phases: dict, steps: int, keep: Path, role: str) -> dict:
-    """Compile (and autotune) every phase, then run one more step of each and hash what it returns; the
-    outputs are kept for the spread check where stock differs from itself (float atomics)."""
+def _warm(phases: dict, steps: int) -> dict:
+    """Compile (and autotune) every phase, then run one more step of each: its outputs, to hash and, where
+    stock differs from itself (float atomics), to compare against that spread."""
     import torch
 
     for fn in phases.values():
         for _ in range(steps):
             fn()
     torch.cuda.synchronize()
-    digests = {}
-    for name, fn in phases.items():
-        outs = [t.detach() for t in fn()]
-        digests[name] = _digest(outs)
-        torch.save([t.cpu() for t in outs], keep / f"{role}_{name}.pt")
-    return digests
+    return {name: [t.detach() for t in fn()] for name, fn in phases.items()}
 
 
 def _time(phases: dict, steps: int) -> dict:
@@ -177,13 +179,17 @@ def run(args: argparse.Namespace) -> dict:
     workers = {role: Worker(args, role, {**base, "TRITON_CACHE_DIR": str(work / role)},
                             logs / f"e2e_{args.workload}_{role}.log") for role in ROLES}
     t0 = time.perf_counter()
-    keep = str(work / "outputs")
-    Path(keep).mkdir()
-    warm = {"stock_a": workers["stock_a"].ask("warm", steps=args.warmup, keep=keep)}  # autotunes first
+    warm = {"stock_a": workers["stock_a"].ask("warm", steps=args.warmup)}  # autotunes first, alone
     for role in ("stock_b", "tuned"):
-        workers[role].send("warm", steps=args.warmup, keep=keep)
+        workers[role].send("warm", steps=args.warmup)
     warm.update({role: workers[role].recv() for role in ("stock_b", "tuned")})
     compile_s = time.perf_counter() - t0
+    dig = {role: warm[role]["digests"] for role in ROLES}
+    unstable = [p for p in dig["stock_a"] if dig["stock_a"][p] != dig["stock_b"][p]]
+    keep = work / "outputs"
+    keep.mkdir()
+    for w in workers.values():
+        w.ask("keep", phases=unstable, dir=str(keep))
     times = {role: [] for role in ROLES}
     for r in range(args.rounds):
         order = ROLES[r % 3:] + ROLES[:r % 3]
@@ -193,7 +199,6 @@ def run(args: argparse.Namespace) -> dict:
         w.ask("stop")
     step = {role: [sum(t.values()) for t in ts] for role, ts in times.items()}
     phases = list(times["stock_a"][0])
-    dig = {role: warm[role]["digests"] for role in ROLES}
     result = {
         "workload": args.workload, "db": str(args.db), "steps": args.steps, "rounds": args.rounds,
         "compile_and_warm_s": round(compile_s, 1), "hook": warm["tuned"]["hook"],
@@ -201,8 +206,7 @@ def run(args: argparse.Namespace) -> dict:
         "outputs_equal": dig["stock_a"] == dig["tuned"],
         "phases_equal": {p: dig["stock_a"][p] == dig["tuned"][p] for p in dig["stock_a"]},
         "stock_self_equal": {p: dig["stock_a"][p] == dig["stock_b"][p] for p in dig["stock_a"]},
-        "within_stock_spread": {p: spread(Path(keep), p) for p in dig["stock_a"]
-                                if dig["stock_a"][p] != dig["stock_b"][p]},
+        "within_stock_spread": {p: spread(keep, p) for p in unstable},
         "speedup": summarize([a / t for a, t in zip(step["stock_a"], step["tuned"], strict=True)]),
         "aa_control": summarize([a / b for a, b in zip(step["stock_a"], step["stock_b"], strict=True)]),
         "per_phase": {p: summarize([a[p] / t[p] for a, t in zip(times["stock_a"], times["tuned"],

@@ -3,10 +3,9 @@
 A spec names the PTX file and entry, the launch geometry, and every entry parameter in order: buffers
 (dtype, element count, role, how to initialise inputs) and scalars (a fixed value). An input may name `data`,
 a .npy of contents captured from a real launch (chronos capture): draw 0 uses it, later draws its init.
-`null` arguments are
-pointers the kernel never dereferences in this launch (Triton's two hidden scratch pointers) and are passed
-as 0. `alignment` is the contract on pointer parameters (bytes), which the transforms may rely on (it is
-copied into `Module.align_contract`); a runner must allocate so that it holds.
+`null` arguments are pointers the kernel never dereferences in this launch (Triton's two hidden scratch
+pointers) and are passed as 0. `alignment` is the contract on pointer parameters (bytes), which the
+transforms may rely on (it is copied into `Module.align_contract`); a runner must allocate so that it holds.
 
 Specs serialise to plain JSON (`to_json` / `from_json`); a family's specs live in one `specs.json` beside
 its PTX files.

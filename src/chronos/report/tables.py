@@ -187,7 +187,7 @@ def read_grpo_curves(path: Path) -> pd.DataFrame:
 
 def captured_metrics(captured: dict | None) -> dict:
     """reports/captured.json as metrics: capture.<w>.kernels (and distinct_ptx), and where they ran
-    tune.<w>.{faster,slower,unchanged,unmeasured,time_geomean} and e2e.<w>.{speedup,outputs_equal}."""
+    tune.<w>.{faster,slower,unchanged,skipped,unmeasured,time_geomean} and e2e.<w>.{speedup,outputs_equal}."""
     out: dict = {}
     for w, s in sorted(((captured or {}).get("workloads") or {}).items()):
         out.setdefault("capture", {})[w] = {"kernels": s["kernels"], "distinct_ptx": s["distinct_ptx"]}

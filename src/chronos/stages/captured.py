@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import statistics
 import sys
+from collections import Counter
 from pathlib import Path
 
 from chronos.stages.common import read_json, run_stage, write_json
@@ -34,24 +35,23 @@ def tune_summary(parts: list[dict]) -> dict:
     """Per-kernel tune verdicts in time: faster / slower / unchanged / skipped / unmeasured and the geomean
     speedup of what would deploy (the baseline, ratio 1, where nothing was faster)."""
     counts = {"faster": 0, "slower": 0, "unchanged": 0, "skipped": 0, "unmeasured": 0}
-    speedups, reasons = [], {}
+    speedups, reasons = [], Counter()
     for row in parts:
         base = row.get("baseline") or {}
         if row.get("verdict") == "skipped":  # e.g. float atomics: not verifiable bit-exactly
             counts["skipped"] += 1
-            reasons[row["reason"]] = reasons.get(row["reason"], 0) + 1
+            reasons[row["reason"]] += 1
             continue
         if "error" in row or not base.get("valid", False):
             counts["unmeasured"] += 1
-            why = row.get("error") or base.get("reason") or row.get("verdict", "?")
-            reasons[why] = reasons.get(why, 0) + 1
+            reasons[row.get("error") or base.get("reason") or row.get("verdict", "?")] += 1
             continue
         returned = row.get("returned", "baseline") != "baseline"
         counts["faster" if returned else "unchanged"] += 1
         counts["slower"] += int(row.get("speedup_time", 1.0) < 1.0 and returned)
         speedups.append(row.get("speedup_time", 1.0) if returned else 1.0)
     geomean = statistics.geometric_mean(speedups) if speedups else None
-    return {"kernels": len(parts), **counts, "time_geomean": geomean, "unmeasured_reasons": reasons}
+    return {"kernels": len(parts), **counts, "time_geomean": geomean, "unmeasured_reasons": dict(reasons)}
 
 
 def workload_summary(d: Path) -> dict:
