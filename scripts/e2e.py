@@ -2,20 +2,23 @@
 
     python scripts/e2e.py flex --db data/kernels/captured/flex/tuned.sqlite --out e2e.json
 
-Three worker processes build the same workload (scripts/workloads.py, same seed): `stock_a`, `stock_b` and
-`tuned` (chronos.triton.enable(db) before anything compiles). Inductor compiles in the worker itself
+Four worker processes build the same workload (scripts/workloads.py, same seed): `stock_a`, `stock_b`,
+`hooked` (chronos.triton.enable() on an empty DB: the hook installed, nothing to swap) and `tuned`
+(chronos.triton.enable(db)), each enabling before anything compiles. Inductor compiles in the worker itself
 (TORCHINDUCTOR_COMPILE_THREADS=1: its compile pool would never see the hook) with the FX-graph and
 autograd caches off, so every Triton kernel goes through Triton's stages; the Inductor cache directory is
 shared, so the autotuner's choices that stock_a makes first are read back by the other two (the same
-configs, hence the same kernels and keys as stock). Then:
+configs, hence the same kernels and keys as stock). `hooked` separates what the hook costs by itself (its
+cache directory, its compile-time work) from what the swapped kernels change. Then:
 
 - outputs: each worker runs every phase once more and hashes what it returns (loss and every gradient,
   logits); stock_a vs stock_b says whether stock is deterministic, stock_a vs tuned whether the tuned run is
   bitwise equal; where stock differs from itself (float atomics), the tuned run is judged against that
   spread: no output tensor may differ from stock_a by more than stock_b does;
 - time: `--rounds` rounds; in each, the workers take turns (order rotated per round, one at a time on the
-  GPU), each running `--steps` synchronised steps of every phase. The ratio tuned / stock_a is taken per
-  round (stock_b / stock_a is the A/A control); reported as median with IQR and a bootstrap 95% CI.
+  GPU), each running `--steps` synchronised steps of every phase. Per round: `speedup` = stock_a / tuned,
+  `aa_control` = stock_a / stock_b, `hook_cost` = stock_a / hooked, `swap_effect` = hooked / tuned (above 1:
+  the second is faster); each reported as median with IQR and a bootstrap 95% CI.
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROLES = ("stock_a", "stock_b", "tuned")
+ROLES = ("stock_a", "stock_b", "hooked", "tuned")
+HOOKED = ("hooked", "tuned")  # the roles that call chronos.triton.enable()
 
 
 # ------------------------------------------------------------------ worker (one process per role)
@@ -58,7 +62,7 @@ def worker(workload: str, role: str, db: str | None, workloads_py: Path) -> None
     proto = os.fdopen(os.dup(1), "w")  # replies only; the workload's prints go to stderr
     os.dup2(2, 1)
     stats = None
-    if role == "tuned":
+    if role in HOOKED:
         import chronos.triton
 
         stats = chronos.triton.enable(db)
@@ -76,7 +80,7 @@ def worker(workload: str, role: str, db: str | None, workloads_py: Path) -> None
         cmd = json.loads(line)
         if cmd["op"] == "warm":
             kept = _warm(phases, cmd["steps"])
-            if role == "tuned":
+            if role in HOOKED:
                 import chronos.triton
 
                 stats = chronos.triton.stats()
@@ -123,8 +127,8 @@ def _time(phases: dict, steps: int) -> dict:
 
 # ------------------------------------------------------------------ coordinator
 class Worker:
-    def __init__(self, args_: argparse.Namespace, role: str, env: dict, log: Path):
-        args = [sys.executable, __file__, args_.workload, "--worker", role, "--db", str(args_.db),
+    def __init__(self, args_: argparse.Namespace, role: str, env: dict, log: Path, db: Path):
+        args = [sys.executable, __file__, args_.workload, "--worker", role, "--db", str(db),
                 "--workloads", str(args_.workloads)]
         self.role, self.log = role, log.open("w")
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
@@ -160,7 +164,8 @@ def spread(keep: Path, phase: str) -> dict:
     and |stock_a - tuned|; the tuned run is within stock's own spread if no tensor's difference exceeds it."""
     import torch
 
-    a, b, t = (torch.load(keep / f"{r}_{phase}.pt", weights_only=True) for r in ROLES)
+    a, b, t = (torch.load(keep / f"{r}_{phase}.pt", weights_only=True)
+               for r in ("stock_a", "stock_b", "tuned"))
     stock, tuned = [], []
     for x, y, z in zip(a, b, t, strict=True):
         x = x.double()
@@ -171,18 +176,24 @@ def spread(keep: Path, phase: str) -> dict:
 
 
 def run(args: argparse.Namespace) -> dict:
+    from chronos.triton.tuned_db import TunedDB  # the coordinator's only: stock workers import no Chronos
+
     work = Path(tempfile.mkdtemp(prefix=f"e2e_{args.workload}_"))
     base = {**os.environ, "TORCHINDUCTOR_COMPILE_THREADS": "1", "TORCHINDUCTOR_FX_GRAPH_CACHE": "0",
             "TORCHINDUCTOR_AUTOGRAD_CACHE": "0", "TORCHINDUCTOR_CACHE_DIR": str(work / "inductor")}
     logs = args.logs or args.out.parent
     logs.mkdir(parents=True, exist_ok=True)
+    empty = work / "empty.sqlite"
+    with TunedDB(empty):  # created with no entries: the `hooked` control
+        pass
     workers = {role: Worker(args, role, {**base, "TRITON_CACHE_DIR": str(work / role)},
-                            logs / f"e2e_{args.workload}_{role}.log") for role in ROLES}
+                            logs / f"e2e_{args.workload}_{role}.log", empty if role == "hooked" else args.db)
+               for role in ROLES}
     t0 = time.perf_counter()
     warm = {"stock_a": workers["stock_a"].ask("warm", steps=args.warmup)}  # autotunes first, alone
-    for role in ("stock_b", "tuned"):
+    for role in ROLES[1:]:
         workers[role].send("warm", steps=args.warmup)
-    warm.update({role: workers[role].recv() for role in ("stock_b", "tuned")})
+    warm.update({role: workers[role].recv() for role in ROLES[1:]})
     compile_s = time.perf_counter() - t0
     dig = {role: warm[role]["digests"] for role in ROLES}
     unstable = [p for p in dig["stock_a"] if dig["stock_a"][p] != dig["stock_b"][p]]
@@ -192,25 +203,32 @@ def run(args: argparse.Namespace) -> dict:
         w.ask("keep", phases=unstable, dir=str(keep))
     times = {role: [] for role in ROLES}
     for r in range(args.rounds):
-        order = ROLES[r % 3:] + ROLES[:r % 3]
+        order = ROLES[r % len(ROLES):] + ROLES[:r % len(ROLES)]
         for role in order:
             times[role].append(workers[role].ask("time", steps=args.steps)["times"])
     for w in workers.values():
         w.ask("stop")
     step = {role: [sum(t.values()) for t in ts] for role, ts in times.items()}
     phases = list(times["stock_a"][0])
+
+    def ratios(num: str, den: str) -> dict:
+        return summarize([a / b for a, b in zip(step[num], step[den], strict=True)])
+
     result = {
         "workload": args.workload, "db": str(args.db), "steps": args.steps, "rounds": args.rounds,
         "compile_and_warm_s": round(compile_s, 1), "hook": warm["tuned"]["hook"],
+        "hooked_outputs_equal": dig["stock_a"] == dig["hooked"],
         "stock_deterministic": dig["stock_a"] == dig["stock_b"],
         "outputs_equal": dig["stock_a"] == dig["tuned"],
         "phases_equal": {p: dig["stock_a"][p] == dig["tuned"][p] for p in dig["stock_a"]},
         "stock_self_equal": {p: dig["stock_a"][p] == dig["stock_b"][p] for p in dig["stock_a"]},
         "within_stock_spread": {p: spread(keep, p) for p in unstable},
-        "speedup": summarize([a / t for a, t in zip(step["stock_a"], step["tuned"], strict=True)]),
-        "aa_control": summarize([a / b for a, b in zip(step["stock_a"], step["stock_b"], strict=True)]),
+        "speedup": ratios("stock_a", "tuned"), "aa_control": ratios("stock_a", "stock_b"),
+        "hook_cost": ratios("stock_a", "hooked"), "swap_effect": ratios("hooked", "tuned"),
         "per_phase": {p: summarize([a[p] / t[p] for a, t in zip(times["stock_a"], times["tuned"],
                                                                    strict=True)]) for p in phases},
+        "per_phase_hook_cost": {p: summarize([a[p] / h[p] for a, h in zip(times["stock_a"], times["hooked"],
+                                                                            strict=True)]) for p in phases},
         "step_s": {role: sorted(v)[len(v) // 2] for role, v in step.items()},
         "times": times,
     }
@@ -237,6 +255,7 @@ def main(argv: list[str] | None = None) -> None:
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     print(f"e2e {args.workload}: speedup {result['speedup']['median']:.4f} "
           f"CI95 {result['speedup']['ci95']}, A/A {result['aa_control']['median']:.4f}, "
+          f"hook cost {result['hook_cost']['median']:.4f} CI95 {result['hook_cost']['ci95']}, "
           f"outputs_equal {result['outputs_equal']}, stock_deterministic {result['stock_deterministic']}, "
           f"swapped {result['hook'] and result['hook'].get('swapped')}")
 

@@ -1,6 +1,6 @@
-"""scripts/e2e.py on a CPU: three workers (stock twice, tuned once) built from a toy workloads module; the
-bitwise comparison tells a deterministic phase from one that differs between processes, and the timing
-rounds come back paired, one per worker per round."""
+"""scripts/e2e.py on a CPU: four workers (stock twice, hooked on an empty DB, tuned) built from a toy
+workloads module; the bitwise comparison tells a deterministic phase from one that differs between
+processes, and the timing rounds come back paired, one per worker per round."""
 
 from __future__ import annotations
 
@@ -59,6 +59,8 @@ def test_e2e_compares_outputs_bitwise_and_pairs_rounds(tmp_path):
     assert r["within_stock_spread"]["per_process"]["max_abs_stock"] > 0
     assert r["hook"]["enabled"] and r["hook"]["swapped"] == 0
     assert r["speedup"]["rounds"] == 4
-    assert all(len(r["times"][w]) == 4 for w in ("stock_a", "stock_b", "tuned"))
+    assert all(len(r["times"][w]) == 4 for w in ("stock_a", "stock_b", "hooked", "tuned"))
+    assert r["hooked_outputs_equal"] is False  # per_process differs, train does not
+    assert r["hook_cost"]["rounds"] == r["swap_effect"]["rounds"] == 4
     lo, hi = r["speedup"]["ci95"]
     assert lo <= r["speedup"]["median"] <= hi
