@@ -157,7 +157,7 @@ def assert_shape(before, after, factor: int) -> None:
 @pytest.mark.parametrize("factor", FACTORS)
 def test_the_same_instructions_run_for_every_trip_count(name, factor):
     module = parse(_source(name))
-    out = unroll(module, factor)
+    out = unroll(module, factor, verify=False)
     assert_shape(module, out, factor)
     senses = continue_senses(module)
     for trips in range(1, 3 * factor + 2):
@@ -174,7 +174,7 @@ def test_the_same_instructions_run_for_every_trip_count(name, factor):
 
 def test_a_real_loop_runs_the_same_instructions():
     module = parse((ROOT / "data/kernels/triton/rowsum_f16_r1027_c333_nodiv.ptx").read_text())
-    out = unroll(module, 4)
+    out = unroll(module, 4, verify=False)
     senses = continue_senses(module)
     for trips in (1, 2, 3, 4, 5, 9):
         assert trace(out, trips, senses) == trace(module, trips, senses)
@@ -182,10 +182,10 @@ def test_a_real_loop_runs_the_same_instructions():
 
 
 def test_a_second_unroll_is_refused():
-    once = unroll(parse(_source("loop_counted")), 2)
+    once = unroll(parse(_source("loop_counted")), 2, verify=False)
     for factor in FACTORS:
         with pytest.raises(NotApplicable, match="holds bra"):
-            unroll(once, factor)
+            unroll(once, factor, verify=False)
 
 
 def test_a_loop_free_kernel_is_not_applicable():
@@ -197,7 +197,7 @@ def test_a_loop_free_kernel_is_not_applicable():
 
 def test_exit_labels_are_fresh():
     text = _source("loop_counted").replace("$L__BB0_3", f"{EXIT_PREFIX}0")
-    out = unroll(parse(text), 2)
+    out = unroll(parse(text), 2, verify=False)
     labels = _labels(out)
     assert f"{EXIT_PREFIX}1" in labels and len(labels) == len(set(labels))
 
@@ -222,7 +222,7 @@ def test_loops_that_are_not_one_block_are_refused(edit, reason):
         text = text.replace("@%p1 bra \t$L__BB0_3", "@%p1 bra \t$L__x")
     assert text != _source("loop_counted")
     with pytest.raises(NotApplicable, match=reason):
-        unroll(parse(text), 2)
+        unroll(parse(text), 2, verify=False)
 
 
 def test_an_inner_loop_unrolls_inside_a_refused_outer_one():
@@ -231,7 +231,7 @@ def test_an_inner_loop_unrolls_inside_a_refused_outer_one():
     loops_found, refused = single_block_loops(module.entry())
     assert [module.entry().body[lp.head].name for lp in loops_found] == ["$L__x"]
     assert refused == ["the loop at $L__BB0_2: its body holds the branch target $L__x"]
-    out = unroll(module, 2)
+    out = unroll(module, 2, verify=False)
     assert [(i.pred, i.pred_neg, i.operands[0].name) for i in _exit_tests(out, 2)] == [
         ("%p1", True, f"{EXIT_PREFIX}0")]
 
@@ -240,9 +240,35 @@ def test_size_caps(monkeypatch):
     module = parse(_source("loop_counted"))
     monkeypatch.setattr(loops, "MAX_BODY_INSTRUCTIONS", 8)
     with pytest.raises(NotApplicable, match="its body has 9 instructions"):
-        unroll(module, 2)
+        unroll(module, 2, verify=False)
     monkeypatch.setattr(loops, "MAX_BODY_INSTRUCTIONS", 9)
     monkeypatch.setattr(loops, "MAX_ADDED_INSTRUCTIONS", 20)
-    unroll(module, 2)  # adds 10: one copy and one exit test
+    unroll(module, 2, verify=False)  # adds 10: one copy and one exit test
     with pytest.raises(NotApplicable, match="would add 30 instructions"):
-        unroll(module, 4)
+        unroll(module, 4, verify=False)
+
+
+def test_ptxas_decides_and_can_be_deferred(monkeypatch):
+    module = parse(_source("loop_counted"))
+    monkeypatch.setattr(loops, "ptxas_verdict", lambda ptx, arch: f"no ({arch})")
+    with pytest.raises(NotApplicable, match=r"ptxas refuses the x2 unrolled kernel for sm_90: no \(sm_90\)"):
+        unroll(module, 2)
+    unroll(module, 2, verify=False)
+
+
+SCOPED = """\
+$L__BB0_2:
+\t{
+\t.reg .pred \t%q;
+\tsetp.eq.s32 \t%q, %r3, 0;
+\t@%q add.f32 \t%f1, %f1, 0f3F800000;
+\t}
+"""
+
+
+def test_what_a_scope_in_the_body_declares_is_declared_again_in_each_copy(ptxas):
+    text = _source("loop_counted").replace("$L__BB0_2:\n", SCOPED)
+    out = emit(unroll(parse(text), 4))
+    assert out.count(".reg .pred \t%q;") == 4 and out.count("setp.eq.s32 \t%q") == 4
+    for arch in ("sm_90a", "sm_89"):
+        assemble(_retarget(out, arch), arch)

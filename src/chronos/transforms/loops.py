@@ -36,8 +36,9 @@ Refused (the loop is left alone; NotApplicable when no loop of the module qualif
 - a body of more than MAX_BODY_INSTRUCTIONS instructions, or a result that would add more than
   MAX_ADDED_INSTRUCTIONS instructions to one function: ptxas time grows with the unrolled size, and
   unrolling a body that large buys nothing that its own instruction-level parallelism does not already give.
-Whether the larger body still fits the register file (spills, `.maxnreg`) is ptxas's to decide: the
-transform only changes which instructions exist, and the census assembles every variant.
+Whether the longer body fits the register budget is ptxas's to decide: `unroll` asks it (as set_maxnreg
+does) and refuses a result it rejects, e.g. under a `.maxnreg` that some instruction cannot meet. A variant
+that merely spills more is legal; whether it is faster is the policy's question (the census counts them).
 
 A second unroll of the same kernel is refused: an unrolled loop holds a branch (its exit test), so it is no
 longer a single-block loop.
@@ -58,7 +59,6 @@ from dataclasses import dataclass
 
 from chronos.errors import NotApplicable
 from chronos.ptx.ir import (
-    Comment,
     Directive,
     Function,
     Instruction,
@@ -70,14 +70,15 @@ from chronos.ptx.ir import (
     Statement,
     Sym,
 )
+from chronos.ptx.printer import emit
 from chronos.transforms.base import rewrite_bodies
+from chronos.transforms.register_budget import ptxas_verdict
 
 FACTORS = (2, 4)
 MAX_BODY_INSTRUCTIONS = 512
 MAX_ADDED_INSTRUCTIONS = 8192
 EXIT_PREFIX = "$L__chronos_unroll_exit"
 _LEAVES = {"bra", "brx", "call", "ret", "exit", "trap"}  # control leaves the straight line
-_COPIED_DIRECTIVES = {".loc"}  # directives a copy repeats; .pragma stays with the header only
 
 
 @dataclass(frozen=True)
@@ -127,7 +128,7 @@ def _refusal(body: list[Statement], loop: Loop, named: set[str]) -> str | None:
             if depth < 0:
                 return "its body closes a scope it did not open"
         elif depth == 0 and (isinstance(s, RegDecl) or (
-                isinstance(s, Directive) and s.keyword not in _COPIED_DIRECTIVES | {".pragma"})):
+                isinstance(s, Directive) and s.keyword not in (".loc", ".pragma"))):
             return "its body declares something (a copy would declare it twice)"
     if depth:
         return "its body opens a scope it does not close"
@@ -158,14 +159,13 @@ def single_block_loops(fn: Function) -> tuple[list[Loop], list[str]]:
 
 
 def _copy(inner: list[Statement]) -> list[Statement]:
-    """One more copy of a loop body: new Instruction objects (the originals stay where they are, once),
-    the body's own labels and pragmas left out."""
+    """One more copy of a loop body: new Instruction objects (the originals stay where they are, once), the
+    body's labels and pragmas left out; comments, `.loc` lines and what a `{ }` scope declares repeated."""
     out: list[Statement] = []
     for s in inner:
         if isinstance(s, Instruction):
             out.append(Instruction(s.opcode, list(s.operands), s.pred, s.pred_neg, s.line, s.origin))
-        elif isinstance(s, (Comment, ScopeOpen, ScopeClose, RegDecl)) or (
-                isinstance(s, Directive) and s.keyword in _COPIED_DIRECTIVES):
+        elif not isinstance(s, Label) and not (isinstance(s, Directive) and s.keyword == ".pragma"):
             out.append(s)
     return out
 
@@ -206,8 +206,10 @@ def _unroll_function(fn: Function, factor: int) -> tuple[list[Statement] | None,
     return out, refused
 
 
-def unroll(module: Module, factor: int) -> Module:
-    """Unroll every qualifying single-block loop of every entry `factor` times (2 or 4)."""
+def unroll(module: Module, factor: int, *, verify: bool = True) -> Module:
+    """Unroll every qualifying single-block loop of every entry `factor` times (2 or 4). With verify, ptxas
+    must accept the result for the module's architecture (a `.maxnreg` that the longer body cannot meet is
+    refused); verify=False leaves that to whoever compiles the result, as for set_maxnreg."""
     if factor not in FACTORS:
         raise ValueError(f"unroll factor {factor}; one of {', '.join(map(str, FACTORS))}")
     changed = 0
@@ -224,4 +226,8 @@ def unroll(module: Module, factor: int) -> Module:
     if not changed:
         detail = "; ".join(reasons[:3]) if reasons else "the kernel has no loop"
         raise NotApplicable(f"no single-block loop to unroll x{factor}: {detail}")
+    if verify:
+        reason = ptxas_verdict(emit(result), module.arch)
+        if reason is not None:
+            raise NotApplicable(f"ptxas refuses the x{factor} unrolled kernel for {module.arch}: {reason}")
     return result
