@@ -41,6 +41,7 @@ rule all:
         "reports/measure_triton_results.json",
         "reports/confirm.json",
         "reports/aa.json",
+        "reports/tune_captured.json",
         "reports/captured.json",
         "reports/predictions.json",
         "reports/baseline.json",

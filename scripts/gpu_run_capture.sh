@@ -5,13 +5,16 @@
 #   tune      chronos tune of each captured workload (gpu backend, Triton's ptxas), TUNE_BUDGET seconds each
 #             at most, less when the call's DEADLINE (seconds from the start) would not leave E2E_RESERVE
 #   e2e       scripts/e2e.py on each workload in E2E_WORKLOADS that has a tuned DB: step time stock vs tuned,
-#             side by side, outputs compared bitwise -> data/kernels/captured/<w>/e2e.json
+#             side by side, outputs compared bitwise -> data/kernels/captured/<w>/e2e.json (SKIP_DONE=1: not
+#             where that file exists, i.e. a call that finishes what an earlier one left)
 # A step that would start after DEADLINE is skipped and said so. The captures (without their inputs and
 # caches), the store, the tune parts, the e2e results and every log come back in one $OUT/result_$TAG.tgz,
 # refreshed after every step (the device returns at most 8 files).
 #   (on the device) STEPS="capture tune e2e" WORKLOADS="flex bert" E2E_WORKLOADS=flex TAG=a bash $0
 set -uo pipefail
-python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl .whl_models/*.whl 2>/dev/null || exit 1
+# the wheels carried (.whl: pycuda for tune; .whl_models: transformers for capture and e2e)
+python3 -m pip install -q --no-index --no-deps --target /tmp/site $(ls .whl/*.whl .whl_models/*.whl 2>/dev/null) \
+  || exit 1
 export PYTHONPATH=/tmp/site:$PWD/src:$PWD CHRONOS_PTXAS=/usr/local/cuda/bin/ptxas PYTHONUNBUFFERED=1 CI=true
 export PATH=$PATH:/usr/local/cuda/bin
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; TAG=${TAG:-a}; WORKLOADS=${WORKLOADS:-flex bert gpt2 llama}
@@ -60,6 +63,7 @@ print(json.dumps(d, indent=1))" > $d/profile.json ;;
         echo "tune $w (budget $budget s): exit $?" | tee -a $SUMMARY; tail -2 "$LOGS/tune_$w.log" | tee -a $SUMMARY ;;
       e2e)
         if [ ! -f $d/tuned.sqlite ]; then echo "e2e $w: no tuned DB" | tee -a $SUMMARY; continue; fi
+        if [ -n "${SKIP_DONE:-}" ] && [ -f $d/e2e.json ]; then echo "e2e $w: done before" | tee -a $SUMMARY; continue; fi
         timeout $(( $(left) - 10 )) python3 scripts/e2e.py $w --db $d/tuned.sqlite --out $d/e2e.json --logs $LOGS \
           --rounds ${E2E_ROUNDS:-10} --steps ${E2E_STEPS:-3} > "$LOGS/e2e_$w.log" 2>&1
         echo "e2e $w: exit $?" | tee -a $SUMMARY; tail -3 "$LOGS/e2e_$w.log" | tee -a $SUMMARY ;;

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from pathlib import Path
 
 import torch
 
@@ -173,7 +174,10 @@ def main() -> None:
     p.add_argument("workload", choices=sorted(WORKLOADS))
     p.add_argument("--steps", type=int, default=2)
     p.add_argument("--profile", action="store_true")
+    p.add_argument("--profile-out", type=Path, help="write the profile with its provenance here (implies "
+                                                     "--profile): chronos tune --order-by reads it")
     args = p.parse_args()
+    args.profile = args.profile or args.profile_out is not None
     torch.manual_seed(0)
     phases = WORKLOADS[args.workload]()
     report = {}
@@ -187,6 +191,28 @@ def main() -> None:
             report[name].update(triton_share(fn))
         print(f"workload {args.workload} {name}: {report[name]}", flush=True)
     print(json.dumps({"workload": args.workload, "phases": report}))
+    if args.profile_out:
+        args.profile_out.write_text(json.dumps({"workload": args.workload, "phases": report,
+                                                "provenance": _provenance()}, indent=1) + "\n")
+
+
+def _provenance() -> dict:
+    import platform
+    import sys
+
+    import triton
+
+    try:
+        import transformers
+        tf = transformers.__version__
+    except ImportError:
+        tf = "absent"
+    return {"gpu": torch.cuda.get_device_name(), "date": time.strftime("%Y-%m-%d", time.gmtime()),
+            "versions": f"triton {triton.__version__} torch {torch.__version__} transformers {tf} "
+                        f"python {platform.python_version()}",
+            "command": " ".join(sys.argv),
+            "what": "torch.profiler CUDA time of one call of each phase after --steps steps; "
+                    "triton_share = kernels named triton* / all"}
 
 
 if __name__ == "__main__":

@@ -114,8 +114,7 @@ def _torch_ptxas() -> str | None:
 def tune_kernels(args: argparse.Namespace, parts: Path) -> dict:
     """Tune every selected kernel without a part file yet; returns counts (done, skipped, left, failed)."""
     from chronos.config import Config, load
-    from chronos.kernels.spec import load_module, read_ptx
-    from chronos.optimize_time import optimize_time
+    from chronos.kernels.spec import read_ptx
     from chronos.progress import progress
     from chronos.rl.checkpoint import load_model
     from chronos.search.atlas_replay import backend_with_atlas
@@ -139,25 +138,32 @@ def tune_kernels(args: argparse.Namespace, parts: Path) -> dict:
             if _skipped_as_racy(spec, read_ptx(specs_json, spec), parts):
                 counts["skipped"] += 1
                 continue
-            try:
-                res = optimize_time(spec, load_module(specs_json, spec), backend, policy,
-                                    max_steps=cfg.predict.max_steps, min_gain=cfg.search.greedy.min_gain,
-                                    beam=cfg.predict.beam, timing=cfg.timing, extra=fixed)
-                row = {**res.to_json(), "provenance": backend.provenance(),
-                       "verified_draws": cfg.measure.input_draws,
-                       "captured_inputs": sorted(a.name for a in spec.args
-                                                 if a.data and Path(a.data).is_file())}
-            except ChronosError as e:  # recorded as this kernel's answer; the run goes on
-                row = {"kernel": spec.kernel, "verdict": "unmeasured",
-                       "error": " ".join(str(e).split())[:400]}
+            row, ptx = tune_one(spec, specs_json, backend, policy, cfg, fixed)
             counts["failed" if "error" in row else "done"] += 1
             if "error" not in row or args.backend != "replay":  # a replay miss is not worth resuming from
-                if row.get("returned", "baseline") != "baseline":
-                    (parts / f"{spec.kernel}.ptx").write_text(res.ptx)
+                if ptx:
+                    (parts / f"{spec.kernel}.ptx").write_text(ptx)
                 (parts / f"{spec.kernel}.json").write_text(json.dumps(row, indent=1) + "\n")
             print(f"tune: {spec.kernel:44s} {row.get('returned', row.get('error', '')[:80])} "
                   f"{row.get('speedup_time', 0):.4f}", flush=True)
     return counts
+
+
+def tune_one(spec, specs_json: Path, backend, policy, cfg, fixed=()) -> tuple[dict, str]:
+    """One kernel's side-by-side comparison (chronos.optimize_time) -> (its part row, the PTX to deploy or
+    "" when the baseline stays). A ChronosError becomes the row's `error`: the caller's run goes on."""
+    from chronos.kernels.spec import load_module
+    from chronos.optimize_time import optimize_time
+
+    try:
+        res = optimize_time(spec, load_module(specs_json, spec), backend, policy,
+                            max_steps=cfg.predict.max_steps, min_gain=cfg.search.greedy.min_gain,
+                            beam=cfg.predict.beam, timing=cfg.timing, extra=list(fixed))
+    except ChronosError as e:
+        return {"kernel": spec.kernel, "verdict": "unmeasured", "error": " ".join(str(e).split())[:400]}, ""
+    row = {**res.to_json(), "provenance": backend.provenance(), "verified_draws": cfg.measure.input_draws,
+           "captured_inputs": sorted(a.name for a in spec.args if a.data and Path(a.data).is_file())}
+    return row, (res.ptx if row.get("returned", "baseline") != "baseline" else "")
 
 
 _FLOAT_ATOMIC = re.compile(r"(?<![\w.])((?:atom|red)\.global[\w.:]*\.(?:f16|bf16|f32|f64)(?:x2)?)\b")

@@ -18,7 +18,8 @@ CORPUS = ROOT / "data/kernels/captured"
 
 def test_the_committed_corpus_summary_is_what_the_stage_replays(tmp_path):
     out = tmp_path / "captured.json"
-    assert captured.main(["--captured", str(CORPUS), "--out", str(out)]) == 0
+    assert captured.main(["--captured", str(CORPUS), "--tune", str(ROOT / "reports/tune_captured.json"),
+                          "--out", str(out)]) == 0
     report = json.loads(out.read_text())
     assert report == json.loads((ROOT / "reports/captured.json").read_text())
     assert report["total"]["workloads"] >= 3 and report["total"]["distinct_ptx"] >= 150
@@ -53,6 +54,7 @@ def test_tune_summary_counts_verdicts_and_deploys_the_baseline_where_nothing_won
 def test_tune_and_e2e_records_become_metrics(tmp_path):
     d = tmp_path / "captured"
     shutil.copytree(CORPUS / "flex", d / "flex")
+    shutil.rmtree(d / "flex/tune-parts", ignore_errors=True)
     (d / "flex/tune-parts").mkdir()
     (d / "flex/tune-parts/a.json").write_text(json.dumps(_part("a", "cache_cg", 1.1)))
     (d / "flex/e2e.json").write_text(json.dumps({

@@ -89,6 +89,25 @@ def test_a_stale_key_falls_back_to_stock(env, stock):
         compile_add(block=256)  # another specialisation: not in the (new) cache yet
 
 
+def test_another_triton_hash_over_the_same_stock_ptx_still_swaps_and_says_so(env, stock):
+    """Triton 3.6's hash depends on which ptxas version the process cached first (on the H200, capture's
+    compile workers and an in-place compile hashed the same PTX differently): the stock PTX's identity,
+    with GPU, driver and ptxas, is what must match; the hash difference is reported."""
+    tuned = tune(stock.asm["ptx"])
+    key = make_key("0" * 64, stock.asm["ptx"], stock.metadata.name, gpu=GPU, driver=DRIVER,
+                   ptxas=hook.triton_ptxas_version(90))
+    with TunedDB(env / "t.sqlite") as db:
+        db.put(key, ["maxnreg_64", "cache_cg"], tuned, 0.8, (0.75, 0.85), {"bit_exact": True}, {})
+    ct.enable(env / "t.sqlite", mode="strict")  # a swap with a note is not a miss
+    assert compile_add().asm["ptx"] == tuned
+    s = ct.stats()
+    assert s["swapped_names"] == ["add_kernel"] and "0000000000000000 where it was tuned" in \
+        s["reasons"]["add_kernel"]
+    ct.enable(env / "t.sqlite")
+    assert compile_add(block=256).asm["ptx"] != tuned  # other code: the PTX differs, no entry
+    assert ct.stats()["missed_names"] == ["add_kernel"]
+
+
 def test_a_tuned_ptx_that_changes_the_launch_interface_is_rejected(env, stock):
     ct.enable(make_db(env / "t.sqlite", stock, tune(stock.asm["ptx"], reqntid="256")))
     assert compile_add().asm["ptx"] == stock.asm["ptx"]

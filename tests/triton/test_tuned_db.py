@@ -68,6 +68,7 @@ def test_newest_row_wins_and_every_field_is_in_the_key(tmp_path):
             stale = replace(key(), **{field: other})
             assert db.get(stale) is None, field
             assert key().differences(stale) == {field: (getattr(key(), field), other)}
+            assert (stale.code_key() == key().code_key()) == (field == "triton_hash"), field
 
 
 def test_append_only(tmp_path):

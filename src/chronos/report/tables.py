@@ -187,14 +187,16 @@ def read_grpo_curves(path: Path) -> pd.DataFrame:
 
 def captured_metrics(captured: dict | None) -> dict:
     """reports/captured.json as metrics: capture.<w>.kernels (and distinct_ptx), and where they ran
-    tune.<w>.{faster,slower,unchanged,skipped,unmeasured,time_geomean} and e2e.<w>.{speedup,outputs_equal}."""
+    tune.<w>.{faster,slower,unchanged,skipped,unmeasured,time_geomean,replayed_as_recorded,not_tuned} and
+    e2e.<w>.{speedup,outputs_equal}."""
     out: dict = {}
     for w, s in sorted(((captured or {}).get("workloads") or {}).items()):
         out.setdefault("capture", {})[w] = {"kernels": s["kernels"], "distinct_ptx": s["distinct_ptx"]}
         if "tune" in s:
             out.setdefault("tune", {})[w] = {k: s["tune"][k] for k in
                                              ("faster", "slower", "unchanged", "skipped", "unmeasured",
-                                              "time_geomean")}
+                                              "time_geomean", "replayed_as_recorded", "not_tuned")
+                                             if k in s["tune"]}
         if "e2e" in s:
             out.setdefault("e2e", {})[w] = {"speedup": s["e2e"]["speedup"]["median"],
                                             "outputs_equal": s["e2e"]["outputs_equal"]}

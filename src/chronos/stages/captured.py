@@ -6,8 +6,10 @@
 Per workload folder (written by `chronos capture`, see scripts/gpu_run_capture.sh): capture.json (kernels,
 distinct PTX, launches, what could not be mapped), profile.json (Triton's share of GPU time per phase, the
 Amdahl bound it sets on any end-to-end gain), and when they exist the tune parts (tune-parts/*.json: per
-kernel verdicts in time) and e2e.json (step time stock vs tuned, outputs compared bitwise). Nothing is
-measured here: the numbers are the committed records', so CPU replay reproduces the report byte for byte.
+kernel verdicts in time) and e2e.json (step time stock vs tuned, outputs compared bitwise); with `--tune`,
+stage tune_captured's replay of those parts (how many the store reproduced, how many the record lacks).
+Nothing is measured here: the numbers are the committed records', so CPU replay reproduces the report byte
+for byte.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from chronos.stages.common import read_json, run_stage, write_json
 def _arguments(ap) -> None:
     ap.add_argument("--captured", type=Path, default=Path("data/kernels/captured"))
     ap.add_argument("--out", type=Path, default=Path("reports/captured.json"))
+    ap.add_argument("--tune", type=Path, help="stage tune_captured's output (reports/tune_captured.json)")
 
 
 def amdahl_bound(share: float, kernel_speedup: float) -> float:
@@ -54,7 +57,7 @@ def tune_summary(parts: list[dict]) -> dict:
     return {"kernels": len(parts), **counts, "time_geomean": geomean, "unmeasured_reasons": dict(reasons)}
 
 
-def workload_summary(d: Path) -> dict:
+def workload_summary(d: Path, replay: dict | None = None) -> dict:
     cap = read_json(d / "capture.json", "capture summary")
     out = {"kernels": cap["kernels"], "distinct_ptx": cap["distinct_ptx"],
            "launch_signatures": cap["launch_signatures"], "launches": cap["launches"],
@@ -68,15 +71,20 @@ def workload_summary(d: Path) -> dict:
     parts = sorted((d / "tune-parts").glob("*.json"))
     if parts:
         out["tune"] = tune_summary([json.loads(p.read_text()) for p in parts])
+        if replay is not None:
+            out["tune"]["replayed_as_recorded"] = replay["agrees_with_record"]
+            out["tune"]["not_tuned"] = len(replay["not_recorded"])
     if (d / "e2e.json").is_file():
         e2e = read_json(d / "e2e.json", "end-to-end result")
-        out["e2e"] = {k: e2e[k] for k in ("speedup", "aa_control", "outputs_equal", "stock_deterministic")}
+        out["e2e"] = {k: e2e[k] for k in ("speedup", "aa_control", "outputs_equal", "stock_deterministic",
+                                          "hook_cost", "swap_effect", "hooked_outputs_equal") if k in e2e}
         out["e2e"]["swapped"] = (e2e.get("hook") or {}).get("swapped", 0)
     return out
 
 
 def _body(args, cfg) -> None:
-    workloads = {d.name: workload_summary(d) for d in sorted(args.captured.iterdir())
+    replayed = read_json(args.tune, "tune replay")["workloads"] if args.tune else {}
+    workloads = {d.name: workload_summary(d, replayed.get(d.name)) for d in sorted(args.captured.iterdir())
                  if (d / "capture.json").is_file()}
     report = {"workloads": workloads,
               "total": {"workloads": len(workloads),

@@ -3,8 +3,10 @@
 `enable()` installs `triton.knobs.runtime.add_stages_inspection_hook` (Triton >= 3.6), which wraps the NVIDIA
 backend's `ptx` stage: Triton makes its stock PTX, the hook builds the strict `TunedKey` (Triton's compile
 hash, the stock PTX, the entry name, GPU, driver, Triton's ptxas, Chronos and action-space versions) and
-returns the tuned PTX on a hit whose interface (entry name, parameters, launch bounds, shared memory, target)
-equals the stock one, the stock PTX otherwise. The DB is read once, at enable(): lookups and the cache
+returns the tuned PTX on a hit (exact, or on `TunedKey.code_key`: the same stock PTX, GPU, driver and
+ptxas under another Triton hash, which Triton 3.6 computes differently in different processes) whose
+interface (entry name, parameters, launch bounds, shared memory, target) equals the stock one, the stock
+PTX otherwise. The DB is read once, at enable(): lookups and the cache
 directory then describe the same content, even if the file grows meanwhile.
 
 Caching: Triton 3.6 leaves the hook out of its compile cache key, so a warm cache would serve stock cubins
@@ -110,6 +112,7 @@ class _Session:
     def __init__(self, path: str, entries: list[Entry], mode: str, env: dict, prev):
         self.path, self.mode, self.prev = path, mode, prev
         self.entries = {e.key.key(): e for e in entries}
+        self.by_code = {e.key.code_key(): e for e in entries}  # the newest entry per code key wins
         self.content = content_hash(entries)
         self.env = dict(env)  # gpu, driver, ptxas: None = detect at the first compile
         self.active = True
@@ -153,7 +156,7 @@ class _Session:
     def choose(self, stock_ptx: str, metadata: dict, arch: int) -> str:
         """The PTX ptxas will assemble: the tuned one on a valid hit, the stock one otherwise."""
         key = self.key(stock_ptx, metadata, arch)
-        entry = self.entries.get(key.key())
+        entry = self.entries.get(key.key()) or self.by_code.get(key.code_key())
         if entry is None:
             self._record("missed", key.kernel, self._why_missed(key))
             return stock_ptx
@@ -161,7 +164,10 @@ class _Session:
         if reason:
             self._record("rejected", key.kernel, reason)
             return stock_ptx
-        self._record("swapped", key.kernel, "")
+        note = "" if entry.key.triton_hash == key.triton_hash else (
+            f"Triton's hash is {key.triton_hash[:16]} here, {entry.key.triton_hash[:16]} where it was tuned; "
+            "the stock PTX, GPU, driver and ptxas are the same (TunedKey.code_key)")
+        self._record("swapped", key.kernel, note)
         return entry.ptx
 
     def _why_missed(self, key: TunedKey) -> str:
@@ -177,7 +183,7 @@ class _Session:
             self.names[outcome].append(name)
             if reason:
                 self.reasons[name] = reason
-        if reason and self.mode == "strict":
+        if reason and outcome != "swapped" and self.mode == "strict":
             raise TunedMissError(f"{outcome} {name} with tuned DB {self.path}: {reason}",
                                  repro=f"chronos.triton.tuned_db.show({self.path!r})")
 

@@ -116,6 +116,17 @@ class TunedKey:
         """sha256 of the fields as sorted JSON: the lookup key."""
         return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()
 
+    def code_key(self) -> str:
+        """The lookup key without `triton_hash`: the stock PTX's identity stands for the code instead. Triton
+        3.6's compile hash depends on the process's history, not only on what it compiles: it folds in the
+        ptxas version it cached first (`get_ptxas_version` is lru-cached), and Inductor points
+        TRITON_PTXAS_PATH at torch's ptxas only after that in a process that compiles in place, but before it
+        in its compile workers. The same kernel, byte-identical PTX, got another hash when the H200's e2e run
+        compiled it in place than when capture's workers did (2026-12-02, flex triton_poi_fused_zeros_1)."""
+        d = asdict(self)
+        d.pop("triton_hash")
+        return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()
+
     def differences(self, other: TunedKey) -> dict[str, tuple[str, str]]:
         """field -> (self's value, other's value) for each field that differs: why a lookup missed."""
         return {f.name: (getattr(self, f.name), getattr(other, f.name)) for f in fields(self)

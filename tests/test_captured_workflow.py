@@ -1,0 +1,31 @@
+"""workflow/captured/Snakefile (the GPU path of #13) planned on a CPU: per workload the chain capture -> tune
+-> e2e, each a GPU job, with the commands a GPU host will run."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_each_workload_plans_capture_tune_and_e2e_as_gpu_jobs(tmp_path):
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(ROOT / "scripts/workloads.py", tmp_path / "scripts")
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-s", str(ROOT / "workflow/captured/Snakefile"), "-n", "-p",
+         "--config", "workloads=[flex,bert]", "budget=300"],
+        capture_output=True, text=True, timeout=300, check=False, cwd=tmp_path)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    for rule in ("capture", "tune", "e2e"):
+        assert out.count(f"rule {rule}:") == 2, rule
+    assert out.count("gpu=1") == 6
+    d = "data/kernels/captured/bert"
+    assert f"-m chronos.cli capture --out {d} --workload bert -- " in out
+    assert f"scripts/workloads.py bert --steps 2 --profile-out {d}/profile.json" in out
+    assert (f"-m chronos.cli tune {d} --backend gpu --ptxas triton --order-by {d}/profile.json --budget 300 "
+            f"--db {d}/tuned.sqlite") in out
+    assert f"scripts/e2e.py bert --db {d}/tuned.sqlite --out {d}/e2e.json" in out
