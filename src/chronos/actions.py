@@ -159,7 +159,7 @@ SPACES: dict[str, ActionSpace] = {"seed": SEED, "v2": V2}
 """params.yaml's `actions` -> its space."""
 
 
-def action_space(name: str | ActionSpace) -> ActionSpace:
+def resolve_space(name: str | ActionSpace) -> ActionSpace:
     """The space called `name` (an ActionSpace is returned as is)."""
     if isinstance(name, ActionSpace):
         return name

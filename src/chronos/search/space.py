@@ -18,7 +18,7 @@ import functools
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from chronos.actions import CANONICAL_ORDER, CONFLICT_GROUPS, SEED, V2, ActionSpace
+from chronos.actions import CONFLICT_GROUPS, SEED, V2, ActionSpace
 from chronos.errors import IllegalActionError
 from chronos.kernels.spec import load_module, load_specs
 from chronos.ptx import emit

@@ -9,9 +9,8 @@ instructions need is refused by ptxas (set_maxnreg decides with ptxas, as for th
 
 from __future__ import annotations
 
-import re
-
 import dataclasses
+import re
 
 from chronos.errors import NotApplicable
 from chronos.ptx.ir import Function, Module
