@@ -25,6 +25,8 @@ from chronos.ptx import emit
 from chronos.ptx.ir import Module
 from chronos.transforms import apply
 
+CANONICAL_ORDER: tuple[str, ...] = SEED.canonical_order
+"""The seed's actions in the order a set of them is realised (defined in chronos.actions, with v2's)."""
 _RANK = {a: i for i, a in enumerate(V2.canonical_order)}  # the seed's order on seed actions (chronos.actions)
 
 SLOTS: tuple[tuple[str, ...], ...] = SEED.slots()
