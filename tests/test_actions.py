@@ -142,7 +142,8 @@ def test_v2_is_a_superset_with_the_seeds_indices():
     assert V2.names[21:] == (
         "l1_evict_first_reread", "l1_evict_last_reread", "l1_no_allocate_reread",
         "l1_evict_first_streaming", "l1_evict_last_streaming", "l1_no_allocate_streaming",
-        "l2_evict_first_reread", "l2_evict_last_reread", "l2_evict_first_streaming", "l2_evict_last_streaming",
+        "l2_evict_first_reread", "l2_evict_last_reread",
+        "l2_evict_first_streaming", "l2_evict_last_streaming",
         "l2_prefetch_64B", "l2_prefetch_128B", "l2_prefetch_256B",
         "st_l1_evict_first", "st_l1_evict_last", "st_l1_no_allocate",
         "occ_ctas_1", "occ_ctas_2", "occ_ctas_3", "occ_ctas_4", "occ_ctas_6", "occ_ctas_8", "occ_ctas_16",
