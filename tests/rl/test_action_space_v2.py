@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from chronos.actions import LOOP_SLOTS, SEED, STOP, V2
-from chronos.errors import ChronosError, CheckpointError
+from chronos.errors import CheckpointError, ChronosError
 from chronos.features import NUM_FEATURES
 from chronos.inference import predict_transforms
 from chronos.kernels.gemm_tile import gemm_tile_ptx
