@@ -1,5 +1,7 @@
 """Action space v2 (issue #14) census: on every corpus family, how many kernels each v2 load hint applies to
-(per load class), whether ptxas accepts every applicable variant, and the occupancy targets reachable.
+(per load class), whether ptxas accepts every applicable variant, the occupancy targets reachable, and the
+mean number of legal actions per kernel in the seed space and in v2 (`legal_actions(space=...)` on the
+unmodified kernel, stop excluded; register budgets decided by ptxas unless --no-assemble).
 
     python benchmarks/v2_census.py [--only captured] [--no-assemble]
 
@@ -15,9 +17,11 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from chronos.actions import SEED, V2
 from chronos.errors import NotApplicable, PtxasError
 from chronos.ptx import emit, parse
 from chronos.toolchain import assemble
+from chronos.transforms import legal_actions
 from chronos.transforms.cache_policy import (
     l1_eviction,
     l2_policy,
@@ -41,10 +45,12 @@ HINTS = {
 }
 
 
-def census(kernels, check: bool) -> tuple[Counter, Counter, list, Counter]:
-    applies, classes, refused, reach = Counter(), Counter(), [], Counter()
+def census(kernels, check: bool) -> tuple[Counter, Counter, list, Counter, Counter]:
+    applies, classes, refused, reach, legal = Counter(), Counter(), [], Counter(), Counter()
     for name, text in kernels:
         module = parse(text, file=name)
+        for space in (SEED, V2):
+            legal[space.name] += len(legal_actions(module, defer_ptxas=not check, space=space))
         for fn in module.entries():
             classes.update(load_classes(fn).values())
         try:
@@ -62,7 +68,7 @@ def census(kernels, check: bool) -> tuple[Counter, Counter, list, Counter]:
                     assemble(emit(out), module.arch)
                 except PtxasError as e:
                     refused.append((name, label, e.message))
-    return applies, classes, refused, reach
+    return applies, classes, refused, reach, legal
 
 
 def main() -> None:
@@ -72,10 +78,12 @@ def main() -> None:
         if only not in fam:
             continue
         t0 = time.perf_counter()
-        applies, classes, refused, reach = census(kernels, check)
+        applies, classes, refused, reach, legal = census(kernels, check)
         n = len(kernels)
         print(f"\n== {fam}: {n} kernels; global loads: {classes['reread']} re-read, {classes['streaming']} "
               f"streaming; occupancy targets per kernel: {dict(sorted(reach.items(), key=str))}")
+        print(f"   legal actions per kernel (mean, stop excluded): seed {legal['seed'] / n:.1f} of "
+              f"{SEED.size - 1}, v2 {legal['v2'] / n:.1f} of {V2.size - 1}")
         print("   applies to: " + ", ".join(f"{h} {applies[h]}/{n}" for h in HINTS))
         verdict = (f"{sum(applies.values())} variants assembled, {len(refused)} refused" if check
                    else "not assembled")
