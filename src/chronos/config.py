@@ -303,16 +303,12 @@ class ConfirmConfig:
         _check(self.rounds >= 1, "confirm.rounds", f"must be >= 1, got {self.rounds}")
 
 
-ACTION_SPACES = ("seed", "v2")  # chronos.actions.SPACES' names (config is below actions in the layers)
-
-
 @dataclass(frozen=True)
 class Config:
     """params.yaml, whole."""
 
     actions: str = "seed"
-    """The action space (chronos.actions): seed (21 logits) or v2 (issue #14's superset, 47); it sets the
-    policy's head and mask, and a checkpoint of the other space is refused."""
+    """The action space (chronos.actions): seed (21 logits) or v2 (47); sets the policy's head and mask."""
     kernels: KernelsConfig = field(default_factory=KernelsConfig)
     split: SplitConfig = field(default_factory=SplitConfig)
     bc: BCConfig = field(default_factory=BCConfig)
@@ -324,7 +320,8 @@ class Config:
     timing: TimingConfig = field(default_factory=TimingConfig)
 
     def __post_init__(self) -> None:
-        _check(self.actions in ACTION_SPACES, "actions", f"one of {ACTION_SPACES}, got {self.actions!r}")
+        spaces = ("seed", "v2")  # chronos.actions.SPACES' names: config sits below actions in the layers
+        _check(self.actions in spaces, "actions", f"must be one of {spaces}, got {self.actions!r}")
 
 
 def _coerce(value, hint, key: str):
