@@ -1,7 +1,9 @@
 """Action space v2 (issue #14) census: on every corpus family, how many kernels each v2 load hint applies to
-(per load class), whether ptxas accepts every applicable variant, and the occupancy targets reachable; then
-the loop transforms (unroll x2/x4): how many kernels have a loop, how many each unroll applies to, why the
-other loops are refused, and whether ptxas accepts every unrolled variant (with how many start to spill).
+(per load class), whether ptxas accepts every applicable variant, the occupancy targets reachable, and the
+mean number of legal actions per kernel in the seed space and in v2 (`legal_actions(space=...)` on the
+unmodified kernel, stop excluded; register budgets decided by ptxas unless --no-assemble); then the loop
+transforms (unroll x2/x4): how many kernels have a loop, how many each unroll applies to, why the other
+loops are refused, and whether ptxas accepts every unrolled variant (with how many start to spill).
 
     python benchmarks/v2_census.py [--only captured] [--no-assemble] [--loops-only]
 
@@ -19,9 +21,11 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from chronos.actions import SEED, V2
 from chronos.errors import NotApplicable, PtxasError
 from chronos.ptx import emit, parse
 from chronos.toolchain import assemble
+from chronos.transforms import legal_actions
 from chronos.transforms.cache_policy import (
     l1_eviction,
     l2_policy,
@@ -46,10 +50,12 @@ HINTS = {
 }
 
 
-def census(kernels, check: bool) -> tuple[Counter, Counter, list, Counter]:
-    applies, classes, refused, reach = Counter(), Counter(), [], Counter()
+def census(kernels, check: bool) -> tuple[Counter, Counter, list, Counter, Counter]:
+    applies, classes, refused, reach, legal = Counter(), Counter(), [], Counter(), Counter()
     for name, text in kernels:
         module = parse(text, file=name)
+        for space in (SEED, V2):
+            legal[space.name] += len(legal_actions(module, defer_ptxas=not check, space=space))
         for fn in module.entries():
             classes.update(load_classes(fn).values())
         try:
@@ -67,7 +73,7 @@ def census(kernels, check: bool) -> tuple[Counter, Counter, list, Counter]:
                     assemble(emit(out), module.arch)
                 except PtxasError as e:
                     refused.append((name, label, e.message))
-    return applies, classes, refused, reach
+    return applies, classes, refused, reach, legal
 
 
 # verify=False: a ptxas refusal must show up below as REFUSED, not vanish as "not applicable"
@@ -146,10 +152,12 @@ def main() -> None:
         return
     for fam, kernels in fams.items():
         t0 = time.perf_counter()
-        applies, classes, refused, reach = census(kernels, check)
+        applies, classes, refused, reach, legal = census(kernels, check)
         n = len(kernels)
         print(f"\n== {fam}: {n} kernels; global loads: {classes['reread']} re-read, {classes['streaming']} "
               f"streaming; occupancy targets per kernel: {dict(sorted(reach.items(), key=str))}")
+        print(f"   legal actions per kernel (mean, stop excluded): seed {legal['seed'] / n:.1f} of "
+              f"{SEED.size - 1}, v2 {legal['v2'] / n:.1f} of {V2.size - 1}")
         print("   applies to: " + ", ".join(f"{h} {applies[h]}/{n}" for h in HINTS))
         verdict = (f"{sum(applies.values())} variants assembled, {len(refused)} refused" if check
                    else "not assembled")

@@ -11,10 +11,14 @@ from chronos.actions import (
     ACTION_NAMES,
     CONFLICT_GROUPS,
     NUM_ACTIONS,
+    SEED,
+    SPACES,
     STOP,
+    V2,
     conflicts,
     get_action_history,
     get_action_mask,
+    resolve_space,
 )
 from chronos.errors import ChronosError, UnknownActionError
 
@@ -122,3 +126,62 @@ def test_unknown_action_raises(call):
 
 def test_bare_string_is_one_action():
     assert get_action_history("vec_ld") == get_action_history({"vec_ld"})
+
+
+# ------------------------------------------------------------------ action space v2 (issue #14)
+def test_seed_space_is_todays_names_order_and_groups():
+    assert SEED.names == ACTION_NAMES and SEED.groups == CONFLICT_GROUPS and SEED.size == 21
+    assert resolve_space("seed") is SEED and resolve_space(V2) is V2 and set(SPACES) == {"seed", "v2"}
+    with pytest.raises(UnknownActionError, match="action space 'v3'"):
+        resolve_space("v3")
+
+
+def test_v2_is_a_superset_with_the_seeds_indices():
+    assert V2.names[:21] == ACTION_NAMES  # every seed logit, stop included, keeps its index
+    assert V2.index["stop"] == STOP == 20 and V2.size == 47 and len(set(V2.names)) == 47
+    assert V2.names[21:] == (
+        "l1_evict_first_reread", "l1_evict_last_reread", "l1_no_allocate_reread",
+        "l1_evict_first_streaming", "l1_evict_last_streaming", "l1_no_allocate_streaming",
+        "l2_evict_first_reread", "l2_evict_last_reread",
+        "l2_evict_first_streaming", "l2_evict_last_streaming",
+        "l2_prefetch_64B", "l2_prefetch_128B", "l2_prefetch_256B",
+        "st_l1_evict_first", "st_l1_evict_last", "st_l1_no_allocate",
+        "occ_ctas_1", "occ_ctas_2", "occ_ctas_3", "occ_ctas_4", "occ_ctas_6", "occ_ctas_8", "occ_ctas_16",
+        "maxnreg_uncapped", "loop_unroll", "loop_pipeline")
+
+
+def test_v2_conflict_groups():
+    for g, members in CONFLICT_GROUPS.items():  # the seed's groups, grown only by register_budget
+        assert V2.groups[g][:len(members)] == members
+        assert V2.groups[g] == members or g == "register_budget"
+    assert V2.groups["register_budget"][4:] == (*(f"occ_ctas_{k}" for k in (1, 2, 3, 4, 6, 8, 16)),
+                                                "maxnreg_uncapped")
+    assert V2.groups["l1_eviction_reread"] == ("l1_evict_first_reread", "l1_evict_last_reread",
+                                               "l1_no_allocate_reread")
+    assert V2.groups["l2_policy_streaming"] == ("l2_evict_first_streaming", "l2_evict_last_streaming")
+    assert V2.groups["l2_prefetch_size"] == ("l2_prefetch_64B", "l2_prefetch_128B", "l2_prefetch_256B")
+    assert V2.groups["store_eviction"] == ("st_l1_evict_first", "st_l1_evict_last", "st_l1_no_allocate")
+    grouped = [a for g in V2.groups.values() for a in g]
+    assert len(grouped) == len(set(grouped))
+    assert set(V2.names) - set(grouped) == {"vec_ld", "vec_st", "split_ld", "stop", "loop_unroll",
+                                            "loop_pipeline"}
+    assert conflicts("occ_ctas_4", {"maxnreg_64"}, V2)
+    assert conflicts("maxnreg_uncapped", {"occ_ctas_1"}, V2)
+    assert not conflicts("l1_evict_first_reread", {"l1_evict_last_streaming", "cache_cs"}, V2)
+    with pytest.raises(UnknownActionError):
+        conflicts("occ_ctas_4", set())  # not a seed action
+
+
+def test_masks_per_space():
+    assert get_action_mask((), space=V2) == [1] * 47
+    assert get_action_history(["occ_ctas_2"], V2) == [int(a == "occ_ctas_2") for a in V2.names]
+    mask = dict(zip(V2.names, get_action_mask({"maxnreg_32", "l2_prefetch_64B"}, space=V2), strict=True))
+    assert not any(mask[a] for a in V2.groups["register_budget"] + V2.groups["l2_prefetch_size"])
+    assert all(mask[a] for a in V2.groups["l1_eviction_reread"] + V2.groups["store_eviction"])
+    seed_part = get_action_mask({"maxnreg_32", "cache_cs"}, space=V2)[:21]
+    assert seed_part == get_action_mask({"maxnreg_32", "cache_cs"})  # seed actions: the seed's mask
+
+
+def test_v2_canonical_order_keeps_the_seeds_on_seed_actions():
+    assert tuple(a for a in V2.canonical_order if a in SEED.index) == SEED.canonical_order
+    assert V2.slots()[-1] == V2.groups["register_budget"]

@@ -127,3 +127,16 @@ def test_timing_block_is_checked():
         TimingConfig(l2="lukewarm")
     with pytest.raises(ConfigError, match="timing.rounds"):
         TimingConfig(rounds=2)
+
+
+def test_the_action_space_knob_defaults_to_seed_and_is_validated(tmp_path):
+    from chronos.actions import SPACES
+
+    assert load(ROOT / "params.yaml").actions == config.Config().actions == "seed"
+    assert config.build(config.Config, {"actions": "v2"}).actions == "v2"
+    for name in SPACES:  # config lists the names itself (it sits below chronos.actions): they must agree
+        assert config.build(config.Config, {"actions": name}).actions == name
+    p = tmp_path / "params.yaml"
+    p.write_text("actions: v3\n")
+    with pytest.raises(ConfigError, match=r"actions: must be one of \('seed', 'v2'\), got 'v3'"):
+        load(p)

@@ -307,6 +307,8 @@ class ConfirmConfig:
 class Config:
     """params.yaml, whole."""
 
+    actions: str = "seed"
+    """The action space (chronos.actions): seed (21 logits) or v2 (47); sets the policy's head and mask."""
     kernels: KernelsConfig = field(default_factory=KernelsConfig)
     split: SplitConfig = field(default_factory=SplitConfig)
     bc: BCConfig = field(default_factory=BCConfig)
@@ -316,6 +318,10 @@ class Config:
     search: SearchConfig = field(default_factory=SearchConfig)
     confirm: ConfirmConfig = field(default_factory=ConfirmConfig)
     timing: TimingConfig = field(default_factory=TimingConfig)
+
+    def __post_init__(self) -> None:
+        spaces = ("seed", "v2")  # chronos.actions.SPACES' names: config sits below actions in the layers
+        _check(self.actions in spaces, "actions", f"must be one of {spaces}, got {self.actions!r}")
 
 
 def _coerce(value, hint, key: str):

@@ -53,16 +53,17 @@ def predict_transforms(model: TransformPolicy, ptx, max_steps: int = PredictConf
         hint = " (decode it first: data.decode())" if isinstance(ptx, bytes | bytearray) else ""
         raise ChronosError(f"predict_transforms: ptx must be PTX source text (str) or a parsed "
                            f"chronos.ptx.Module, got {type(ptx).__name__}{hint}")
-    space = KernelSpace(ptx, ptxas_legality=ptxas_legality)
+    space = KernelSpace(ptx, ptxas_legality=ptxas_legality, action_space=model.action_space)
     return list(greedy_decode([space], model, max_steps)[0].sequence)
 
 
-def predict_dir(kernels: Path, checkpoint: Path, max_steps: int) -> dict:
-    """Features and the policy's predicted sequence for every .ptx file of a folder, in file-name order."""
+def predict_dir(kernels: Path, checkpoint: Path, max_steps: int, action_space: str | None = None) -> dict:
+    """Features and the policy's predicted sequence for every .ptx file of a folder, in file-name order.
+    `action_space` (params.yaml `actions`): the checkpoint must be of that space (None: any)."""
     files = sorted(kernels.glob("*.ptx"))
     if not files:
         raise ChronosError(f"no .ptx files in {kernels}")
-    model = load_model(checkpoint)
+    model = load_model(checkpoint, action_space=action_space)
     untrained = bool(getattr(model, "metadata", {}).get("untrained", False))
     rows = []
     for f in files:
@@ -86,15 +87,16 @@ def _demo(model: TransformPolicy, seed: int) -> None:
     print(f"SYNTHETIC DEMO: random features (seed {seed}), not a real kernel")
     print("features:", " ".join(f"{x:.2f}" for x in features.tolist()))
     applied: list[str] = []
+    space = model.action_space
     for step in range(6):
-        mask = torch.tensor(get_action_mask(applied), dtype=torch.float32)
-        hist = torch.tensor(get_action_history(applied), dtype=torch.float32)
+        mask = torch.tensor(get_action_mask(applied, space=space), dtype=torch.float32)
+        hist = torch.tensor(get_action_history(applied, space), dtype=torch.float32)
         a = model.get_greedy_action(features, mask, hist)
         if a == STOP:
             print(f"step {step + 1}: stop")
             break
-        print(f"step {step + 1}: apply {ACTION_NAMES[a]}")
-        applied.append(ACTION_NAMES[a])
+        print(f"step {step + 1}: apply {space.names[a]}")
+        applied.append(space.names[a])
     print("sequence:", applied)
 
 

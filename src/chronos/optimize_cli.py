@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         raise ChronosError(f"cannot read {src}: {e}") from e
     cfg = load(args.params) if args.params.is_file() else Config()
     spec = _spec(args.spec, args.kernel, ptx)
-    module, policy = parse(ptx, file=str(src)), load_model(args.checkpoint).eval()
+    module, policy = parse(ptx, file=str(src)), load_model(args.checkpoint, action_space=cfg.actions).eval()
     kw = {"max_steps": cfg.predict.max_steps, "min_gain": cfg.search.greedy.min_gain,
           "beam": cfg.predict.beam}
     with backend_with_atlas(args.backend, args.store, cfg.measure) as backend:

@@ -126,7 +126,7 @@ def tune_kernels(args: argparse.Namespace, parts: Path) -> dict:
     if args.order_by:
         todo = by_gpu_time(todo, json.loads(args.order_by.read_text()))
     fixed = [tuple(a for a in f.split("+") if a) for f in args.fixed]
-    policy = load_model(args.checkpoint).eval()
+    policy = load_model(args.checkpoint, action_space=cfg.actions).eval()
     t0, counts = time.perf_counter(), {"done": 0, "failed": 0, "skipped": 0, "left": []}
     parts.mkdir(parents=True, exist_ok=True)
     kw = {"ptxas": _ptxas(args.ptxas, args.dir)} if args.ptxas else {}

@@ -25,7 +25,7 @@ rule bc:
         "models/bc.pt",
         "reports/bc_stats.json",
     params:
-        tracked=tracked_params("bc", "split"),
+        tracked=tracked_params("actions", "bc", "split"),
     shell:
         "python -m chronos.stages.bc --params params.yaml --demos data/demos/trajectories.jsonl"
         " --out models/bc.pt --stats reports/bc_stats.json"
@@ -54,7 +54,7 @@ rule predict:
     output:
         "reports/predictions.json",
     params:
-        tracked=tracked_params("predict"),
+        tracked=tracked_params("actions", "predict"),
     shell:
         "python -m chronos.stages.predict --params params.yaml --kernels data/kernels/gemm_tile"
         " --checkpoint models/checkpoint_best.pt --out reports/predictions.json"
@@ -91,7 +91,7 @@ rule grpo:
         "reports/training_result.json",
         "reports/grpo_curves.csv",
     params:
-        tracked=tracked_params("grpo", "split", "measure"),
+        tracked=tracked_params("actions", "grpo", "split", "measure"),
     shell:
         "python -m chronos.stages.grpo --params params.yaml --kernels data/kernels/gemm_tile"
         " --store data/store/measurements.sqlite --bc models/bc.pt --out-best models/checkpoint_best.pt"
@@ -130,7 +130,7 @@ rule evaluate:
     output:
         "reports/measure_triton_results.json",
     params:
-        tracked=tracked_params("predict", "search.greedy", "search.triton", "measure", "timing"),
+        tracked=tracked_params("actions", "predict", "search.greedy", "search.triton", "measure", "timing"),
     shell:
         "python -m chronos.stages.evaluate --params params.yaml --kernels data/kernels"
         " --store data/store/measurements.sqlite --checkpoint models/checkpoint_best.pt"

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 import torch
 import torch.nn.functional as F
 
-from chronos.actions import ACTION_INDEX, ACTION_NAMES, NUM_ACTIONS
+from chronos.actions import SEED, STOP, ActionSpace, resolve_space
 from chronos.config import BCConfig
 from chronos.errors import TrainingError
 from chronos.features import NUM_FEATURES
@@ -36,28 +36,27 @@ def split_kernels(kernels: Iterable[str], cfg: BCConfig,
     return [k for k in names if k not in held], held
 
 
-_WIDTHS = {"features": NUM_FEATURES, "mask": NUM_ACTIONS, "history": NUM_ACTIONS}
-
-
-def _check_demos(demos: Sequence[dict]) -> None:
-    """Demonstrations come from a file: a malformed one is bad data (TrainingError), not a crash."""
+def _check_demos(demos: Sequence[dict], space: ActionSpace = SEED) -> None:
+    """Demonstrations come from a file: a malformed one is bad data (TrainingError), not a crash. Their
+    masks and histories must be as wide as `space` (a seed-space demo cannot teach a v2 policy)."""
+    widths = {"features": NUM_FEATURES, "mask": space.size, "history": space.size}
     for i, d in enumerate(demos):
         if not isinstance(d, dict) or not isinstance(d.get("kernel"), str):
             raise TrainingError(f"demonstration {i}: not an object with a 'kernel' name")
-        if d.get("action") not in ACTION_INDEX:
+        if d.get("action") not in space.index:
             raise TrainingError(f"demonstration {i} ({d['kernel']}): unknown action {d.get('action')!r}")
-        for key, width in _WIDTHS.items():
+        for key, width in widths.items():
             v = d.get(key)
             if isinstance(v, str | bytes) or not hasattr(v, "__len__") or len(v) != width \
                     or not all(isinstance(x, numbers.Real) for x in v):
                 raise TrainingError(f"demonstration {i} ({d['kernel']}): {key!r} must be {width} numbers")
 
 
-def _tensors(demos: list[dict]) -> tuple[torch.Tensor, ...]:
+def _tensors(demos: list[dict], space: ActionSpace = SEED) -> tuple[torch.Tensor, ...]:
     f = torch.tensor([d["features"] for d in demos], dtype=torch.float32)
     m = torch.tensor([d["mask"] for d in demos], dtype=torch.float32)
     h = torch.tensor([d["history"] for d in demos], dtype=torch.float32)
-    y = torch.tensor([ACTION_INDEX[d["action"]] for d in demos], dtype=torch.long)
+    y = torch.tensor([space.index[d["action"]] for d in demos], dtype=torch.long)
     return f, m, h, y
 
 
@@ -76,24 +75,26 @@ def _accuracy(policy, data) -> float | None:
 def confusion(policy, data) -> dict[str, dict[str, int]]:
     """true action -> predicted action -> count (only non-zero cells)."""
     out: dict[str, dict[str, int]] = {}
+    names = policy.action_space.names
     for t, p in zip(data[3].tolist(), _predict(policy, data).tolist(), strict=True):
-        row = out.setdefault(ACTION_NAMES[t], {})
-        row[ACTION_NAMES[p]] = row.get(ACTION_NAMES[p], 0) + 1
+        row = out.setdefault(names[t], {})
+        row[names[p]] = row.get(names[p], 0) + 1
     return out
 
 
-def _datasets(demos: list[dict], cfg: BCConfig, heldout_kernels: Sequence[str] | None):
+def _datasets(demos: list[dict], cfg: BCConfig, heldout_kernels: Sequence[str] | None,
+              space: ActionSpace = SEED):
     """(train kernels, held-out kernels, train tensors, held-out tensors), checked."""
     if not demos:
         raise TrainingError("behaviour cloning needs at least one demonstration")
-    _check_demos(demos)
+    _check_demos(demos, space)
     train_k, held_k = split_kernels([d["kernel"] for d in demos], cfg, heldout_kernels)
-    train = _tensors([d for d in demos if d["kernel"] in set(train_k)])
-    held = _tensors([d for d in demos if d["kernel"] in set(held_k)]) if held_k else _tensors([])
+    train = _tensors([d for d in demos if d["kernel"] in set(train_k)], space)
+    held = _tensors([d for d in demos if d["kernel"] in set(held_k)] if held_k else [], space)
     if not len(train[3]):
         raise TrainingError("no training demonstrations left after holding out kernels")
     # a demo's action must be allowed by its own mask, or the masked cross-entropy would be infinite
-    bad = (train[1].gather(1, train[3][:, None]).squeeze(1) < 0.5) & (train[3] != ACTION_INDEX["stop"])
+    bad = (train[1].gather(1, train[3][:, None]).squeeze(1) < 0.5) & (train[3] != STOP)
     if bad.any():
         raise TrainingError(f"{int(bad.sum())} demonstrations choose an action their mask forbids")
     return train_k, held_k, train, held
@@ -117,14 +118,16 @@ def _epoch(policy: TransformPolicy, opt: torch.optim.Optimizer, train, gen: torc
 
 
 def train_bc(demos: list[dict], cfg: BCConfig, heldout_kernels: Sequence[str] | None = None,
-             log: Callable[[str], None] | None = None) -> tuple[TransformPolicy, dict]:
+             log: Callable[[str], None] | None = None,
+             action_space: ActionSpace | str = SEED) -> tuple[TransformPolicy, dict]:
     """Fit a TransformPolicy to `demos`; returns (policy of the best epoch, in eval mode; stats).
 
     `heldout_kernels`: the kernels never trained on (None: a seeded `cfg.heldout_fraction` of them).
-    `log` gets one progress line per epoch."""
-    train_k, held_k, train, held = _datasets(demos, cfg, heldout_kernels)
+    `log` gets one progress line per epoch. `action_space`: the policy's (params.yaml `actions`)."""
+    space = resolve_space(action_space)
+    train_k, held_k, train, held = _datasets(demos, cfg, heldout_kernels, space)
     torch.manual_seed(cfg.seed)
-    policy = TransformPolicy(hidden=cfg.hidden, dropout=cfg.dropout)
+    policy = TransformPolicy(hidden=cfg.hidden, dropout=cfg.dropout, action_space=space)
     opt = torch.optim.Adam(policy.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     gen = torch.Generator().manual_seed(cfg.seed)
     history, best_score, best_epoch, best_state = [], -1.0, 0, None

@@ -11,6 +11,12 @@ dict has exactly the policy's keys, each a float32 tensor of the shape `hidden` 
 (a bit flip anywhere in the weights, `hidden`, `format` or the metadata is caught), then that every weight is
 finite.
 
+The action space (chronos.actions) is recorded for every space but the seed's, as a top-level
+`"action_space": {"name": "v2", "names": [...47 names in logit order...]}` that the hash covers; a
+file without one is a seed-space policy (every file written before v2 existed, and every seed one
+since, byte for byte as before). `load_model(path, action_space=...)` refuses a file of another space,
+or whose recorded names are not this chronos's names of that space.
+
 Files without a hash (this project's "chronos-policy-v1" and the seed's bare {"policy": ...}) predate it:
 there is nothing to check a bit flip against, so they load after the same structural checks unless the
 caller passes `require_hash=True`, which refuses them (the pipeline writes v2 only, so its stages can insist).
@@ -28,6 +34,7 @@ from typing import Any
 
 import torch
 
+from chronos.actions import SEED, SPACES, ActionSpace, resolve_space
 from chronos.errors import CheckpointError
 from chronos.rl.policy import TransformPolicy, state_shapes
 
@@ -57,11 +64,21 @@ def _check_plain(value: Any, where: str) -> None:
                           "only str, int, float, bool, None, list and dict are allowed")
 
 
-def content_hash(fmt: str, hidden: int, state: dict[str, torch.Tensor], metadata: dict) -> str:
-    """sha256 over format, hidden, the metadata (sorted-key JSON) and every tensor in sorted key order
-    (name, dtype, shape and raw bytes, so that a renamed or reshaped tensor changes it too)."""
+def _space_record(space: ActionSpace) -> dict | None:
+    """What a checkpoint records of its action space: nothing for the seed's (see the module docstring)."""
+    return None if space is SEED else {"name": space.name, "names": list(space.names)}
+
+
+def content_hash(fmt: str, hidden: int, state: dict[str, torch.Tensor], metadata: dict,
+                 space: dict | None = None) -> str:
+    """sha256 over format, hidden, the metadata (sorted-key JSON), the action-space record when there is one
+    (so a seed file's hash is what it always was) and every tensor in sorted key order (name, dtype, shape and
+    raw bytes, so that a renamed or reshaped tensor changes it too)."""
     h = hashlib.sha256()
-    h.update(json.dumps({"format": fmt, "hidden": hidden, "metadata": metadata}, sort_keys=True).encode())
+    head = {"format": fmt, "hidden": hidden, "metadata": metadata}
+    if space is not None:
+        head["action_space"] = space
+    h.update(json.dumps(head, sort_keys=True).encode())
     for name in sorted(state):
         t = state[name].detach().cpu().contiguous()
         h.update(f"\n{name}|{t.dtype}|{tuple(t.shape)}\n".encode())
@@ -79,9 +96,12 @@ def save_checkpoint(path: str | os.PathLike, policy: TransformPolicy, metadata: 
     if bad:
         raise CheckpointError(f"{os.fspath(path)}: refusing to save non-finite weights ({', '.join(bad)})")
     hidden = int(policy.hidden)
-    digest = content_hash(CHECKPOINT_FORMAT, hidden, state, metadata)
-    torch.save({"format": CHECKPOINT_FORMAT, "hidden": hidden, "policy": state, "metadata": metadata,
-                "sha256": digest}, os.fspath(path))
+    space = _space_record(policy.action_space)
+    digest = content_hash(CHECKPOINT_FORMAT, hidden, state, metadata, space)
+    ckpt = {"format": CHECKPOINT_FORMAT, "hidden": hidden, "policy": state, "metadata": metadata}
+    if space is not None:
+        ckpt["action_space"] = space
+    torch.save({**ckpt, "sha256": digest}, os.fspath(path))
     return digest
 
 
@@ -134,9 +154,37 @@ def _hidden(ckpt: dict, p: str) -> int:
     return hidden
 
 
-def _check_state(state: dict, hidden: int, p: str) -> None:
-    """Exactly the policy's keys, each float32 of the shape `hidden` implies (checked before building)."""
-    want = state_shapes(hidden)
+def _space(ckpt: dict, p: str, expected: ActionSpace | str | None) -> ActionSpace:
+    """The recorded action space (none: the seed's), which must be this chronos's space of that name and,
+    when `expected` is given, that one."""
+    rec = ckpt.get("action_space")
+    if rec is None:
+        space = SEED
+    else:
+        if not isinstance(rec, dict) or rec.get("name") not in SPACES or rec.get("name") == "seed":
+            raise CheckpointError(f"{p}: unknown action space record {rec!r}; expected one of "
+                                  f"{', '.join(n for n in SPACES if n != 'seed')} (a seed file records none)")
+        space = SPACES[rec["name"]]
+        names = rec.get("names")
+        if names != list(space.names):
+            i = next((i for i, (a, b) in enumerate(zip(names or [], space.names)) if a != b),
+                     min(len(names or []), space.size))
+            raise CheckpointError(f"{p}: its {space.name} action space has {len(names or [])} names, this "
+                                  f"chronos's has {space.size}; they first differ at logit {i}: the policy's "
+                                  "outputs would mean other actions, so it cannot be loaded")
+    if expected is not None and resolve_space(expected) is not space:
+        want = resolve_space(expected)
+        raise CheckpointError(f"{p}: the policy was trained in the {space.name} action space ({space.size} "
+                              f"actions) and cannot be loaded into the {want.name} space ({want.size}); set "
+                              f"params.yaml `actions: {space.name}` or use a checkpoint trained with "
+                              f"`actions: {want.name}`")
+    return space
+
+
+def _check_state(state: dict, hidden: int, p: str, space: ActionSpace = SEED) -> None:
+    """Exactly the policy's keys, each float32 of the shape `hidden` and the space imply (checked before
+    building)."""
+    want = state_shapes(hidden, n_actions=space.size)
     missing, extra = sorted(set(want) - set(state)), sorted(set(state) - set(want))
     problems = [f"missing {missing}"] if missing else []
     problems += [f"unexpected {extra}"] if extra else []
@@ -147,7 +195,8 @@ def _check_state(state: dict, hidden: int, p: str) -> None:
         elif t.dtype != torch.float32 or t.layout != torch.strided:
             problems.append(f"{name} is {t.dtype} ({t.layout}), expected torch.float32 (strided)")
     if problems:
-        raise CheckpointError(f"{p}: weights do not fit TransformPolicy(hidden={hidden}): "
+        where = "" if space is SEED else f", action_space={space.name!r}"
+        raise CheckpointError(f"{p}: weights do not fit TransformPolicy(hidden={hidden}{where}): "
                               f"{'; '.join(problems)}")
 
 
@@ -158,15 +207,19 @@ def _check_hash(ckpt: dict, hidden: int, metadata: dict, p: str, require_hash: b
             raise CheckpointError(f"{p}: no content hash (format {ckpt.get('format')!r}), so it cannot be "
                                   "verified; regenerate it with the current chronos (dvc repro)")
         return None
-    actual = content_hash(ckpt.get("format"), hidden, ckpt["policy"], metadata)
+    actual = content_hash(ckpt.get("format"), hidden, ckpt["policy"], metadata, ckpt.get("action_space"))
     if stored != actual:
         raise CheckpointError(f"{p}: content hash mismatch (stored {str(stored)[:16]}..., actual "
                               f"{actual[:16]}...): the file is corrupted or was edited")
     return actual
 
 
-def load_model(path: str | os.PathLike, *, require_hash: bool = False) -> TransformPolicy:
+def load_model(path: str | os.PathLike, *, require_hash: bool = False,
+               action_space: ActionSpace | str | None = None) -> TransformPolicy:
     """Load a checkpoint with `torch.load(weights_only=True)` only; the model comes back in eval mode.
+
+    `action_space` (a name or an ActionSpace; None: whichever the file records) is the space the caller
+    decodes in: a file of another space is refused, naming both.
 
     Attaches the checkpoint's metadata as `model.metadata` and its verified hash as `model.content_hash`
     (None for a legacy file without one). Raises CheckpointError naming the path and the problem: a missing
@@ -176,8 +229,9 @@ def load_model(path: str | os.PathLike, *, require_hash: bool = False) -> Transf
     p = os.fspath(path)
     ckpt = _read(p)
     hidden = _hidden(ckpt, p)
+    space = _space(ckpt, p, action_space)
     state = ckpt["policy"]
-    _check_state(state, hidden, p)
+    _check_state(state, hidden, p, space)
     metadata = ckpt.get("metadata", {})
     if not isinstance(metadata, dict):
         raise CheckpointError(f"{p}: metadata is a {type(metadata).__name__}, not a dict")
@@ -185,7 +239,7 @@ def load_model(path: str | os.PathLike, *, require_hash: bool = False) -> Transf
     bad = [k for k, v in state.items() if not torch.isfinite(v).all()]
     if bad:
         raise CheckpointError(f"{p}: non-finite weights (NaN or Inf) in {', '.join(sorted(bad))}")
-    model = TransformPolicy(hidden=hidden)
+    model = TransformPolicy(hidden=hidden, action_space=space)
     model.load_state_dict(state)
     model.eval()
     model.metadata = metadata

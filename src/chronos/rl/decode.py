@@ -3,7 +3,8 @@ optimize path, so that a raw PTX file and a training env go through the same obs
 rule and the same decoder.
 
 Observation (67 float32) = 25 features of the current variant + 21 mask + 21 history (`observation`,
-`split_obs`). A state is the canonical *set* of applied actions (chronos.search.space): any order of the same
+`split_obs`); in the v2 action space (chronos.actions) the mask and the history are 47 wide (119 floats).
+A state is the canonical *set* of applied actions (chronos.search.space): any order of the same
 actions is the same variant, the same PTX and the same store record.
 
 The legality rule is a `Space` passed in explicitly (obs, mask, child per state). `KernelSpace` is the one
@@ -25,46 +26,58 @@ from typing import Protocol
 import numpy as np
 import torch
 
-from chronos.actions import ACTION_NAMES, NUM_ACTIONS, STOP, get_action_history
+from chronos.actions import SEED, STOP, ActionSpace, get_action_history, resolve_space
 from chronos.errors import ChronosError, IllegalActionError
 from chronos.features import NUM_FEATURES, extract_features
 from chronos.search.space import canonical
-from chronos.transforms import TRANSFORM_NAMES, apply
+from chronos.transforms import apply
 
-OBS_DIM = NUM_FEATURES + 2 * NUM_ACTIONS  # 67
+
+def obs_dim(space: ActionSpace = SEED) -> int:
+    """Width of an observation in `space`: features + mask + history."""
+    return NUM_FEATURES + 2 * space.size
+
+
+OBS_DIM = obs_dim(SEED)  # 67
 
 Key = tuple[str, ...]
 
 
-def observation(features: Sequence[float], mask: np.ndarray, applied: Iterable[str]) -> np.ndarray:
+def observation(features: Sequence[float], mask: np.ndarray, applied: Iterable[str],
+                space: ActionSpace = SEED) -> np.ndarray:
     """The policy's input for one state: features, mask, history, as one float32 vector."""
     return np.concatenate([np.asarray(features, dtype=np.float32), np.asarray(mask, dtype=np.float32),
-                           np.asarray(get_action_history(applied), dtype=np.float32)]).astype(np.float32)
+                           np.asarray(get_action_history(applied, space), dtype=np.float32)],
+                          ).astype(np.float32)
 
 
 def split_obs(obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(features, mask, history) of a (B, 67) batch of observations: TransformPolicy's three inputs."""
-    m = NUM_FEATURES + NUM_ACTIONS
+    """(features, mask, history) of a (B, 67) batch of observations (B, 119 in v2): TransformPolicy's three
+    inputs."""
+    m = NUM_FEATURES + (obs.shape[-1] - NUM_FEATURES) // 2
     return obs[:, :NUM_FEATURES], obs[:, NUM_FEATURES:m], obs[:, m:]
 
 
 class Space(Protocol):
-    """A legality rule over states: what the decoders need of it."""
+    """A legality rule over states: what the decoders need of it. A Space may name its `action_space`
+    (chronos.actions; without one it is the seed's)."""
 
     def obs(self, key: Key) -> np.ndarray: ...  # the 67-float observation; its mask part is mask(key)
 
-    def mask(self, key: Key) -> np.ndarray: ...  # 21 0/1 floats, stop always 1
+    def mask(self, key: Key) -> np.ndarray: ...  # 21 0/1 floats (47 in v2), stop always 1
 
     def child(self, key: Key, action: str) -> Key | None: ...  # the state after `action`; None: a conflict
 
 
 class KernelSpace:
     """The variant space of one kernel: canonical set -> realised module, features, mask (all memoised), so
-    rollouts pay for each transform once per set."""
+    rollouts pay for each transform once per set. `action_space` (a name or an ActionSpace) decides which
+    actions the mask, the history and the observation cover."""
 
-    def __init__(self, root, ptxas_legality: bool = False):
+    def __init__(self, root, ptxas_legality: bool = False, action_space: ActionSpace | str = SEED):
         self.root = root
         self.defer = not ptxas_legality
+        self.action_space = resolve_space(action_space)
         self._modules: dict[Key, object] = {(): root}
         self._obs: dict[Key, np.ndarray] = {}
         self._masks: dict[Key, np.ndarray] = {}
@@ -91,13 +104,15 @@ class KernelSpace:
             return None
 
     def mask(self, key: Key) -> np.ndarray:
-        """21 0/1 floats: transforms whose canonical realisation with `key` succeeds, plus stop."""
+        """0/1 floats, one per action of the space: transforms whose canonical realisation with `key`
+        succeeds, plus stop."""
         m = self._masks.get(key)
         if m is None:
-            m = np.zeros(NUM_ACTIONS, dtype=np.float32)
+            names = self.action_space.names
+            m = np.zeros(len(names), dtype=np.float32)
             m[STOP] = 1.0
-            for i, a in enumerate(TRANSFORM_NAMES):  # TRANSFORM_NAMES is ACTION_NAMES without the final stop
-                if a in key:
+            for i, a in enumerate(names):
+                if a == "stop" or a in key:
                     continue
                 nxt = self.child(key, a)
                 if nxt is not None and self.module(nxt) is not None:
@@ -112,7 +127,7 @@ class KernelSpace:
             module = self.module(key)
             if module is None:
                 raise ChronosError(f"state {'+'.join(key)} is not realisable in canonical order")
-            o = observation(extract_features(module), self.mask(key), key)
+            o = observation(extract_features(module), self.mask(key), key, self.action_space)
             self._obs[key] = o
         return o
 
@@ -133,6 +148,17 @@ def _logits(policy, obs: list[np.ndarray]) -> torch.Tensor:
     return policy(*split_obs(torch.from_numpy(np.stack(obs))))
 
 
+def _names(space: Space, policy) -> tuple[str, ...]:
+    """The logits' names: the space's, which must be the policy's (a checkpoint of another space would
+    read its outputs as other actions)."""
+    ours = getattr(space, "action_space", SEED)
+    theirs = getattr(policy, "action_space", ours)
+    if theirs is not ours:
+        raise ChronosError(f"a policy of the {theirs.name} action space cannot decode in the {ours.name} "
+                           "space (params.yaml `actions` and the checkpoint disagree)")
+    return ours.names
+
+
 @dataclass(frozen=True)
 class Decoded:
     sequence: tuple[str, ...]
@@ -147,6 +173,7 @@ def greedy_decode(spaces: Sequence[Space], policy, max_steps: int) -> list[Decod
     keys: list[Key] = [() for _ in spaces]
     seqs: list[list[str]] = [[] for _ in spaces]
     live = list(range(len(spaces)))
+    names = [_names(sp, policy) for sp in spaces]
     with _eval_mode(policy):
         for _ in range(max_steps):
             if not live:
@@ -156,22 +183,23 @@ def greedy_decode(spaces: Sequence[Space], policy, max_steps: int) -> list[Decod
             for i, a in zip(live, choices, strict=True):
                 if a == STOP:
                     continue
-                child = spaces[i].child(keys[i], ACTION_NAMES[a])
+                child = spaces[i].child(keys[i], names[i][a])
                 if child is None:  # the space's own mask allowed it: a broken Space, not bad input
-                    raise ValueError(f"{ACTION_NAMES[a]} is masked in after {keys[i]} but has no child state")
+                    raise ValueError(f"{names[i][a]} is masked in after {keys[i]} but has no child state")
                 keys[i] = child
-                seqs[i].append(ACTION_NAMES[a])
+                seqs[i].append(names[i][a])
                 nxt.append(i)
             live = nxt
     return [Decoded(tuple(s), k) for s, k in zip(seqs, keys, strict=True)]
 
 
-def _expand(space: Space, key: Key, base: float, row: np.ndarray, nxt: dict[Key, float]) -> None:
+def _expand(space: Space, key: Key, base: float, row: np.ndarray, nxt: dict[Key, float],
+            names: tuple[str, ...]) -> None:
     """Children of `key` scored base + log p(action), keeping the more probable path into a merged set."""
     for a in np.flatnonzero(space.mask(key)):
         if a == STOP:
             continue
-        child = space.child(key, ACTION_NAMES[a])
+        child = space.child(key, names[a])
         if child is None:
             continue
         s = base + float(row[a])
@@ -190,6 +218,7 @@ def beam_decode(space: Space, policy, k: int, max_steps: int,
     there); paths reaching one set merge, the more probable kept. `width` (default 2k) bounds the live beam.
     """
     width = width or 2 * k
+    names = _names(space, policy)
     live: dict[Key, float] = {(): 0.0}
     done: dict[Key, float] = {}
     with _eval_mode(policy):
@@ -204,7 +233,7 @@ def beam_decode(space: Space, policy, k: int, max_steps: int,
                 if stop_score > done.get(key, -np.inf):
                     done[key] = stop_score
                 if step < max_steps:
-                    _expand(space, key, live[key], row, nxt)
+                    _expand(space, key, live[key], row, nxt, names)
             best_done = sorted(done.values(), reverse=True)[:k]
             floor = best_done[-1] if len(best_done) == k else -np.inf
             # a live state's score only falls as it grows: prune those already below the k-th finished one

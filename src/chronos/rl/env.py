@@ -12,7 +12,8 @@ cycles_final) minus an optional per-transform cost; an invalid final variant get
 `info["invalid_reason"]` says why.
 
 States, masks and observations come from one `KernelSpace` per kernel (chronos.rl.decode: canonical sets,
-memoised), the same legality rule the decoders and inference use.
+memoised), the same legality rule the decoders and inference use. `action_space` (params.yaml's `actions`;
+the seed's by default) sets the Discrete action space and the mask's and history's width.
 """
 
 from __future__ import annotations
@@ -24,10 +25,10 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-from chronos.actions import ACTION_NAMES, NUM_ACTIONS, STOP
+from chronos.actions import SEED, STOP, ActionSpace, resolve_space
 from chronos.config import EnvConfig
 from chronos.errors import TrainingError
-from chronos.rl.decode import OBS_DIM, KernelSpace
+from chronos.rl.decode import OBS_DIM, KernelSpace, obs_dim
 from chronos.search.base import Evaluator, Outcome
 
 __all__ = ["OBS_DIM", "EnvConfig", "KernelSpace", "TransformEnv"]
@@ -42,15 +43,18 @@ class TransformEnv(gymnasium.Env):
 
     metadata: ClassVar[dict] = {"render_modes": []}
 
-    def __init__(self, kernels: dict, backend, config: EnvConfig | None = None):
+    def __init__(self, kernels: dict, backend, config: EnvConfig | None = None,
+                 action_space: ActionSpace | str = SEED):
         if not kernels:
             raise TrainingError("TransformEnv needs at least one kernel")
         self.kernels = dict(kernels)
         self.backend = backend
         self.config = config or EnvConfig()
         self.names = sorted(self.kernels)
-        self.observation_space = spaces.Box(-np.inf, np.inf, shape=(OBS_DIM,), dtype=np.float32)
-        self.action_space = spaces.Discrete(NUM_ACTIONS)
+        self.actions = resolve_space(action_space)
+        """The chronos action space (`action_space` is Gymnasium's Discrete over its logits)."""
+        self.observation_space = spaces.Box(-np.inf, np.inf, shape=(obs_dim(self.actions),), dtype=np.float32)
+        self.action_space = spaces.Discrete(self.actions.size)
         self._spaces: dict[str, KernelSpace] = {}
         self._evaluators: dict[str, Evaluator] = {}
         self.kernel: str | None = None
@@ -60,7 +64,8 @@ class TransformEnv(gymnasium.Env):
     # -- shared with the batched trainer -------------------------------------------------------------------
     def space(self, kernel: str) -> KernelSpace:
         if kernel not in self._spaces:
-            self._spaces[kernel] = KernelSpace(self.kernels[kernel][1], self.config.ptxas_legality)
+            root = self.kernels[kernel][1]
+            self._spaces[kernel] = KernelSpace(root, self.config.ptxas_legality, self.actions)
         return self._spaces[kernel]
 
     def evaluator(self, kernel: str) -> Evaluator:
@@ -111,15 +116,15 @@ class TransformEnv(gymnasium.Env):
     def step(self, action: int):
         if self.kernel is None:
             raise RuntimeError("call reset() before step()")
-        action = int(action)
-        if not (0 <= action < NUM_ACTIONS) or self.action_masks()[action] < 0.5:
-            name = ACTION_NAMES[action] if 0 <= action < NUM_ACTIONS else "?"
+        action, names = int(action), self.actions.names
+        if not (0 <= action < len(names)) or self.action_masks()[action] < 0.5:
+            name = names[action] if 0 <= action < len(names) else "?"
             raise ValueError(f"action {action} ({name}) is masked out after "
                              f"{self.sequence or '(nothing)'} on {self.kernel}")
         sp = self.space(self.kernel)
         terminated = action == STOP
         if not terminated:
-            name = ACTION_NAMES[action]
+            name = names[action]
             self.key = sp.child(self.key, name)
             self.sequence.append(name)
         truncated = not terminated and len(self.sequence) >= self.config.max_steps

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from chronos.actions import ACTION_INDEX, ACTION_NAMES, NUM_ACTIONS, STOP
+from chronos.actions import SEED, STOP, ActionSpace
 from chronos.config import GRPOConfig
 from chronos.errors import TrainingDivergedError, TrainingError
 from chronos.progress import progress
@@ -72,10 +72,11 @@ class Rollout:
     done: bool = False
     reward: float = 0.0
     outcome: Outcome | None = None
+    space: ActionSpace = SEED  # the env's: names the action indices
 
     @property
     def sequence(self) -> list[str]:
-        return [ACTION_NAMES[a] for a in self.actions if a != STOP]
+        return [self.space.names[a] for a in self.actions if a != STOP]
 
 
 def run_rollouts(env: TransformEnv, rollouts: list[Rollout], policy: TransformPolicy,
@@ -107,7 +108,7 @@ def run_rollouts(env: TransformEnv, rollouts: list[Rollout], policy: TransformPo
             if a == STOP:
                 r.done = True
             else:
-                r.key = env.space(r.kernel).child(r.key, ACTION_NAMES[a])
+                r.key = env.space(r.kernel).child(r.key, env.actions.names[a])
     for r in rollouts:
         r.done = True  # the rest were truncated after max_steps transforms
 
@@ -127,7 +128,8 @@ def greedy_eval(env: TransformEnv, policy: TransformPolicy, kernels: Iterable[st
     """The policy's greedy rollout on each kernel (the shared decoder over the env's spaces), scored."""
     kernels = list(kernels)
     decoded = greedy_decode([env.space(k) for k in kernels], policy, max_steps)
-    rs = [Rollout(k, "greedy", key=d.key, actions=[ACTION_INDEX[a] for a in d.sequence], done=True)
+    rs = [Rollout(k, "greedy", key=d.key, actions=[env.actions.index[a] for a in d.sequence], done=True,
+                  space=env.actions)
           for k, d in zip(kernels, decoded, strict=True)]
     score(env, rs)
     return rs
@@ -150,10 +152,12 @@ def summarize(env: TransformEnv, rs: list[Rollout]) -> dict:
 
 def make_group(env: TransformEnv, kernel: str, size: int, rng: random.Random) -> list[Rollout]:
     """1 anchor + (size - 1) rollouts forced to distinct legal first transforms (sampling the rest)."""
-    legal = [i for i in range(NUM_ACTIONS) if i != STOP and env.space(kernel).mask(())[i] > 0.5]
+    sp = env.actions
+    legal = [i for i in range(sp.size) if i != STOP and env.space(kernel).mask(())[i] > 0.5]
     forced = rng.sample(legal, min(size - 1, len(legal)))
-    return ([Rollout(kernel, "anchor")] + [Rollout(kernel, "forced", forced=a) for a in forced]
-            + [Rollout(kernel, "sample") for _ in range(size - 1 - len(forced))])
+    return ([Rollout(kernel, "anchor", space=sp)]
+            + [Rollout(kernel, "forced", forced=a, space=sp) for a in forced]
+            + [Rollout(kernel, "sample", space=sp) for _ in range(size - 1 - len(forced))])
 
 
 def advantages(groups: list[list[float]]) -> list[list[float]]:
@@ -282,6 +286,15 @@ def _check_env(env: TransformEnv, cfg: GRPOConfig) -> None:
                          "build the env with TransformEnv(kernels, backend, cfg.env)")
 
 
+def _check_spaces(env: TransformEnv, *policies: TransformPolicy) -> None:
+    """Every policy's logits must be the env's actions (params.yaml `actions`, the checkpoint's space)."""
+    for p in policies:
+        if p.action_space is not env.actions:
+            raise ValueError(f"a policy of the {p.action_space.name} action space cannot act in a "
+                             f"{env.actions.name}-space env (params.yaml `actions` and the checkpoint "
+                             "disagree)")
+
+
 def train_grpo(policy: TransformPolicy, reference: TransformPolicy, env: TransformEnv, cfg: GRPOConfig,
                train_kernels: Iterable[str] | None = None, heldout_kernels: Iterable[str] = (),
                log: Callable[[str], None] | None = print) -> tuple[dict, dict, list[dict]]:
@@ -290,6 +303,7 @@ def train_grpo(policy: TransformPolicy, reference: TransformPolicy, env: Transfo
     evaluates greedily and "best" is the lowest greedy mean cycle change over the training kernels (held-out
     kernels never select). `log` gets a line every `cfg.log_interval` epochs and at the last."""
     _check_env(env, cfg)
+    _check_spaces(env, policy, reference)
     train, held = _split(env, train_kernels, heldout_kernels)
     splits = {"train": train, "heldout": held}
     reference = copy.deepcopy(reference).eval().requires_grad_(False)

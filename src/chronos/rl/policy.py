@@ -8,6 +8,9 @@ exactly as in the seed, so that a checkpoint trained there has the same meaning 
 
 Every method accepts one observation as 1-D tensors (25,), (21,), (21,) — the seed's Programmatic Usage —
 or a batch as (B, 25), (B, 21), (B, 21).
+
+The action space (chronos.actions: params.yaml's `actions`) sets the head: the seed's 21 logits, or v2's 47
+(then 25 + 2 * 47 inputs). `policy.action_space` says which; checkpoints record it.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from chronos.actions import NUM_ACTIONS, STOP
+from chronos.actions import SEED, STOP, ActionSpace, resolve_space
 from chronos.features import NUM_FEATURES
 
 # Masked logits get the most negative finite float instead of -inf: softmax then gives them exactly 0
@@ -24,9 +27,9 @@ _MASKED = torch.finfo(torch.float32).min
 
 
 def state_shapes(hidden: int, n_features: int = NUM_FEATURES,
-                 n_actions: int = NUM_ACTIONS) -> dict[str, tuple[int, ...]]:
-    """The state dict's key -> shape of `TransformPolicy(hidden)`, without building it (checkpoints are
-    checked against this before any allocation)."""
+                 n_actions: int = SEED.size) -> dict[str, tuple[int, ...]]:
+    """The state dict's key -> shape of `TransformPolicy(hidden)` (with `n_actions` logits), without building
+    it (checkpoints are checked against this before any allocation)."""
     n_in = n_features + 2 * n_actions
     return {"net.0.weight": (hidden, n_in), "net.0.bias": (hidden,), "net.3.weight": (hidden, hidden),
             "net.3.bias": (hidden,), "net.6.weight": (n_actions, hidden), "net.6.bias": (n_actions,)}
@@ -35,9 +38,14 @@ def state_shapes(hidden: int, n_features: int = NUM_FEATURES,
 class TransformPolicy(nn.Module):
     """The seed's policy network. `net` is the nn.Sequential whose state-dict keys checkpoints store."""
 
-    def __init__(self, hidden: int = 128, n_features: int = NUM_FEATURES, n_actions: int = NUM_ACTIONS,
-                 dropout: float = 0.1):
+    def __init__(self, hidden: int = 128, n_features: int = NUM_FEATURES, n_actions: int | None = None,
+                 dropout: float = 0.1, action_space: ActionSpace | str = SEED):
         super().__init__()
+        self.action_space = resolve_space(action_space)
+        if n_actions is not None and n_actions != self.action_space.size:
+            raise ValueError(f"n_actions={n_actions} but the {self.action_space.name} space has "
+                             f"{self.action_space.size} actions")
+        n_actions = self.action_space.size
         self.hidden = hidden
         self.n_features = n_features
         self.n_actions = n_actions
@@ -71,7 +79,7 @@ class TransformPolicy(nn.Module):
         return out.squeeze(0) if single else out
 
     def distribution(self, features, mask, history, temperature: float = 1.0):
-        """The masked categorical distribution over the 21 actions (logits divided by `temperature`)."""
+        """The masked categorical distribution over the actions (logits divided by `temperature`)."""
         if temperature <= 0:
             raise ValueError("temperature must be > 0 (use get_greedy_action for argmax)")
         return torch.distributions.Categorical(logits=self.forward(features, mask, history) / temperature)

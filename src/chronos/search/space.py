@@ -18,36 +18,27 @@ import functools
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from chronos.actions import ACTION_NAMES, CONFLICT_GROUPS, GROUP_OF
+from chronos.actions import CONFLICT_GROUPS, SEED, V2, ActionSpace
 from chronos.errors import IllegalActionError
 from chronos.kernels.spec import load_module, load_specs
 from chronos.ptx import emit
 from chronos.ptx.ir import Module
 from chronos.transforms import apply
 
-CANONICAL_ORDER: tuple[str, ...] = (
-    "vec_ld", "vec_st", "split_ld",
-    "cache_cs", "cache_cg", "cache_ca", "cache_cv",
-    "st_cache_cs", "st_cache_wt", "st_cache_wb",
-    "prefetch_L1", "prefetch_L2",
-    "reorder_cp", "reorder_il", "reorder_lf", "reorder_sl",
-    "maxnreg_32", "maxnreg_64", "maxnreg_128", "maxnreg_255",
-)
-assert sorted(CANONICAL_ORDER) == sorted(a for a in ACTION_NAMES if a != "stop")
-_RANK = {a: i for i, a in enumerate(CANONICAL_ORDER)}
+CANONICAL_ORDER: tuple[str, ...] = SEED.canonical_order
+"""The seed's actions in the order a set of them is realised (defined in chronos.actions, with v2's)."""
+_RANK = {a: i for i, a in enumerate(V2.canonical_order)}  # the seed's order on seed actions (chronos.actions)
 
-# The decision slots of the space in canonical order: each slot takes none or exactly one of its actions.
-SLOTS: tuple[tuple[str, ...], ...] = (
-    ("vec_ld",), ("vec_st",), ("split_ld",),
-    CONFLICT_GROUPS["load_cache_hint"], CONFLICT_GROUPS["store_cache_hint"], CONFLICT_GROUPS["prefetch"],
-    CONFLICT_GROUPS["reorder"], CONFLICT_GROUPS["register_budget"],
-)
+SLOTS: tuple[tuple[str, ...], ...] = SEED.slots()
+"""The seed space's decision slots in canonical order: each slot takes none or exactly one of its actions."""
+assert SLOTS[3] == CONFLICT_GROUPS["load_cache_hint"] and SLOTS[-1] == CONFLICT_GROUPS["register_budget"]
 
 
 def canonical(actions: Iterable[str]) -> tuple[str, ...]:
-    """The actions as a set, in canonical order (`stop` dropped). Raises on conflicting members."""
+    """The actions as a set, in canonical order (`stop` dropped). Raises on conflicting members. One order
+    serves both spaces: v2's, which keeps the seed's on seed actions."""
     acts = sorted({a for a in actions if a != "stop"}, key=_RANK.__getitem__)
-    groups = [GROUP_OF[a] for a in acts if a in GROUP_OF]
+    groups = [V2.group_of[a] for a in acts if a in V2.group_of]
     if len(groups) != len(set(groups)):
         raise IllegalActionError("+".join(acts), "two actions of one conflict group")
     return tuple(acts)
@@ -79,7 +70,8 @@ def realize_recipe(recipe: tuple[str, str], actions: tuple[str, ...]) -> str | N
     return None if module is None else emit(module)
 
 
-def enumerate_sets(root: Module, *, defer_ptxas: bool = True) -> Iterator[tuple[tuple[str, ...], Module]]:
+def enumerate_sets(root: Module, *, defer_ptxas: bool = True,
+                   space: ActionSpace = SEED) -> Iterator[tuple[tuple[str, ...], Module]]:
     """Every legal action set with its variant (the empty set first), by depth-first search over the slots
     in canonical order, so that common prefixes are transformed once.
 
@@ -87,12 +79,14 @@ def enumerate_sets(root: Module, *, defer_ptxas: bool = True) -> Iterator[tuple[
     anyway and records a refused budget as an invalid variant ("ptxas_error"), which saves one ptxas run
     per budget per prefix."""
 
+    slots = SLOTS if space is SEED else space.slots()
+
     def dfs(slot: int, module: Module, acts: tuple[str, ...]):
-        if slot == len(SLOTS):
+        if slot == len(slots):
             yield acts, module
             return
         yield from dfs(slot + 1, module, acts)
-        for a in SLOTS[slot]:
+        for a in slots[slot]:
             try:
                 nxt = apply(module, a, defer_ptxas=defer_ptxas)
             except IllegalActionError:

@@ -61,7 +61,8 @@ def _body(args, cfg) -> int:
     torch.set_num_threads(1)
     heldout = list(cfg.split.heldout_kernels) or None
     demos = read_demos(args.demos)
-    policy, stats = train_bc(demos, cfg.bc, heldout, log=lambda s: print(s, file=sys.stderr))
+    policy, stats = train_bc(demos, cfg.bc, heldout, log=lambda s: print(s, file=sys.stderr),
+                             action_space=cfg.actions)
     record = args_record(cfg.bc, heldout)
     meta = {"stage": "bc", "untrained": False, "args": record, "best_epoch": stats["best_epoch"],
             "best_train_acc": stats["best_train_acc"], "best_heldout_acc": stats["best_heldout_acc"],

@@ -66,7 +66,7 @@ def _peaks(measured: dict) -> dict | None:
 
 def _body(args, cfg) -> int:
     torch.set_num_threads(1)
-    policy = load_model(args.checkpoint).eval()
+    policy = load_model(args.checkpoint, action_space=cfg.actions).eval()
     families = cfg.search.triton.families
     tiers: dict[str, list[dict]] = {f: [] for f in families}
     backend = open_backend(args, cfg)

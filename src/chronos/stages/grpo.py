@@ -100,8 +100,8 @@ def _body(args, cfg) -> int:
     record = args_record(cfg.grpo, heldout)
     backend = open_backend(args, cfg)
     try:
-        env = TransformEnv(load_env_kernels(args.kernels), backend, cfg.grpo.env)
-        reference, policy = load_model(args.bc), load_model(args.bc)
+        env = TransformEnv(load_env_kernels(args.kernels), backend, cfg.grpo.env, action_space=cfg.actions)
+        reference, policy = (load_model(args.bc, action_space=cfg.actions) for _ in range(2))
         best, latest, history = train_grpo(policy, reference, env, cfg.grpo, heldout_kernels=heldout,
                                            log=lambda s: print(s, file=sys.stderr))
         best_epoch = _save(args, policy, cfg, record, best, latest, history)

@@ -23,7 +23,7 @@ def _arguments(ap) -> None:
 
 
 def _body(args, cfg) -> int:
-    result = predict_dir(args.kernels, args.checkpoint, cfg.predict.max_steps)
+    result = predict_dir(args.kernels, args.checkpoint, cfg.predict.max_steps, action_space=cfg.actions)
     write_json(args.out, result)
     if result["untrained"]:
         print("predict: WARNING: the checkpoint is UNTRAINED; these predictions mean nothing",

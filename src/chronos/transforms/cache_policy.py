@@ -23,15 +23,15 @@ reduction's second sweep over the row. One sweep (however unrolled) is streaming
 
 from __future__ import annotations
 
+from chronos.actions import L1_EVICTIONS as L1_POLICIES
+from chronos.actions import L2_EVICTIONS as L2_POLICIES
+from chronos.actions import PREFETCH_SIZES
 from chronos.errors import NotApplicable
 from chronos.ptx.analysis import basic_blocks, defs_uses, memory_op
 from chronos.ptx.ir import Addr, Function, Imm, Instruction, Module, Reg, RegDecl, Statement
 from chronos.transforms.base import rewrite_bodies
 from chronos.transforms.cache_hints import LOAD_OPS, STORE_OPS
 
-L1_POLICIES = ("evict_first", "evict_last", "no_allocate")
-L2_POLICIES = ("evict_first", "evict_last")
-PREFETCH_SIZES = ("64B", "128B", "256B")
 LOAD_CLASSES = ("reread", "streaming", "all")
 POLICY_REG = "%chronos_pol"
 _COPS = set(LOAD_OPS) | set(STORE_OPS)  # cache operators of ld and st

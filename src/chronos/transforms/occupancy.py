@@ -9,11 +9,15 @@ instructions need is refused by ptxas (set_maxnreg decides with ptxas, as for th
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from chronos.errors import NotApplicable
-from chronos.ptx.ir import Module
+from chronos.ptx.ir import Function, Module
+from chronos.transforms.base import rewrite_functions
 from chronos.transforms.register_budget import set_entry_directive, set_maxnreg
+
+REGISTER_CAPS = (".maxnreg", ".minnctapersm")
 
 REGS_PER_SM = 65536
 MAX_THREADS_PER_SM = 2048
@@ -55,13 +59,14 @@ def occupancy_budgets(threads: int) -> dict[int, int]:
     return dict(sorted(out.items()))
 
 
-def occupancy_target(module: Module, ctas: int) -> Module:
-    """`.maxnreg` = the largest budget at which `ctas` CTAs fit on an SM (ptxas must accept it)."""
+def occupancy_target(module: Module, ctas: int, *, verify: bool = True) -> Module:
+    """`.maxnreg` = the largest budget at which `ctas` CTAs fit on an SM (ptxas must accept it; verify=False
+    leaves that to whoever compiles the result, as for set_maxnreg)."""
     budgets = occupancy_budgets(threads_per_cta(module))
     if ctas not in budgets:
         raise NotApplicable(f"{ctas} CTAs/SM is out of reach at {threads_per_cta(module)} threads per CTA "
                             f"(reachable: {sorted(budgets)})")
-    return set_maxnreg(module, budgets[ctas])
+    return set_maxnreg(module, budgets[ctas], verify=verify)
 
 
 def min_ctas_per_sm(module: Module, ctas: int) -> Module:
@@ -71,3 +76,18 @@ def min_ctas_per_sm(module: Module, ctas: int) -> Module:
     if ctas not in budgets:
         raise NotApplicable(f"{ctas} CTAs/SM is out of reach (reachable: {sorted(budgets)})")
     return set_entry_directive(module, ".minnctapersm", str(ctas))
+
+
+def uncap_registers(module: Module) -> Module:
+    """Remove every register cap (`.maxnreg`, `.minnctapersm`): ptxas then uses what the CTA size allows.
+    Legal only where some entry has one (the producer's, e.g. Triton's maxnreg option)."""
+    if not any(fn.directive(d) is not None for fn in module.entries() for d in REGISTER_CAPS):
+        raise NotApplicable("no entry has a register cap (.maxnreg or .minnctapersm) to remove")
+
+    def rewrite(fn: Function) -> Function:
+        new = dataclasses.replace(fn, directives=list(fn.directives))
+        for d in REGISTER_CAPS:
+            new.set_directive(d, None)
+        return new
+
+    return rewrite_functions(module, rewrite)
