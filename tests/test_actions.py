@@ -147,7 +147,7 @@ def test_v2_is_a_superset_with_the_seeds_indices():
         "l2_prefetch_64B", "l2_prefetch_128B", "l2_prefetch_256B",
         "st_l1_evict_first", "st_l1_evict_last", "st_l1_no_allocate",
         "occ_ctas_1", "occ_ctas_2", "occ_ctas_3", "occ_ctas_4", "occ_ctas_6", "occ_ctas_8", "occ_ctas_16",
-        "maxnreg_uncapped", "loop_unroll", "loop_pipeline")
+        "maxnreg_uncapped", "loop_unroll_2", "loop_unroll_4")
 
 
 def test_v2_conflict_groups():
@@ -163,8 +163,8 @@ def test_v2_conflict_groups():
     assert V2.groups["store_eviction"] == ("st_l1_evict_first", "st_l1_evict_last", "st_l1_no_allocate")
     grouped = [a for g in V2.groups.values() for a in g]
     assert len(grouped) == len(set(grouped))
-    assert set(V2.names) - set(grouped) == {"vec_ld", "vec_st", "split_ld", "stop", "loop_unroll",
-                                            "loop_pipeline"}
+    assert set(V2.names) - set(grouped) == {"vec_ld", "vec_st", "split_ld", "stop"}
+    assert V2.groups["loop_unroll"] == ("loop_unroll_2", "loop_unroll_4")
     assert conflicts("occ_ctas_4", {"maxnreg_64"}, V2)
     assert conflicts("maxnreg_uncapped", {"occ_ctas_1"}, V2)
     assert not conflicts("l1_evict_first_reread", {"l1_evict_last_streaming", "cache_cs"}, V2)

@@ -6,7 +6,7 @@ Two spaces, chosen by params.yaml's `actions` (chronos.config):
   policy's 21 logits and are part of the checkpoint format: never reorder them.
 * `v2` — issue #14's superset: the seed's 21 names at the seed's indices (stop stays 20), then per-load-class
   L1 eviction priorities and L2 cache policies, one L2 prefetch size, one store eviction priority, register
-  budgets as occupancy targets (k CTAs/SM, plus removing the cap), and two reserved loop slots. A v2 set of
+  budgets as occupancy targets (k CTAs/SM, plus removing the cap), and loop unrolling x2/x4. A v2 set of
   seed actions is the seed's variant exactly (same canonical order, same transforms).
 
 An action is *masked out* (0 in the mask) when it was already applied, when another member of its conflict
@@ -77,9 +77,10 @@ L2_EVICTIONS = ("evict_first", "evict_last")
 PREFETCH_SIZES = ("64B", "128B", "256B")
 OCCUPANCY_TARGETS = (1, 2, 3, 4, 6, 8, 16)
 """CTAs per SM an `occ_ctas_<k>` action asks for (each masked out where the CTA size cannot reach it)."""
-LOOP_SLOTS = ("loop_unroll", "loop_pipeline")
-"""Reserved for the loop transforms (chronos/transforms/loops.py, issue #14): no transform yet, so always
-masked out; they hold their logit indices so that wiring them in does not move any other action."""
+UNROLL_FACTORS = (2, 4)
+LOOP_UNROLLS = tuple(f"loop_unroll_{f}" for f in UNROLL_FACTORS)
+"""chronos.transforms.loops.unroll by 2 or 4 (one of them: they share a group). Software pipelining has no
+action: no version of it is legal by construction yet (why: the loops module's docstring)."""
 
 L1_EVICTION_GROUPS = {f"l1_eviction_{c}": tuple(f"l1_{p}_{c}" for p in L1_EVICTIONS) for c in LOAD_CLASSES}
 L2_POLICY_GROUPS = {f"l2_policy_{c}": tuple(f"l2_{p}_{c}" for p in L2_EVICTIONS) for c in LOAD_CLASSES}
@@ -91,17 +92,18 @@ V2_GROUPS: dict[str, tuple[str, ...]] = {
     **L2_POLICY_GROUPS,
     "l2_prefetch_size": tuple(f"l2_prefetch_{s}" for s in PREFETCH_SIZES),
     "store_eviction": tuple(f"st_l1_{p}" for p in L1_EVICTIONS),
+    "loop_unroll": LOOP_UNROLLS,
 }
 """The seed's groups, the occupancy targets joining register_budget, and one group per v2 family."""
 
 _V2_HINTS = (*(a for g in (*L1_EVICTION_GROUPS.values(), *L2_POLICY_GROUPS.values()) for a in g),
              *V2_GROUPS["l2_prefetch_size"], *V2_GROUPS["store_eviction"])
 _V2_BUDGETS = V2_GROUPS["register_budget"][len(CONFLICT_GROUPS["register_budget"]):]
-V2_NAMES: tuple[str, ...] = (*ACTION_NAMES, *_V2_HINTS, *_V2_BUDGETS, *LOOP_SLOTS)
+V2_NAMES: tuple[str, ...] = (*ACTION_NAMES, *_V2_HINTS, *_V2_BUDGETS, *LOOP_UNROLLS)
 """The v2 logits: the seed's 21 (stop at 20), then the new actions."""
 
 V2_CANONICAL_ORDER: tuple[str, ...] = (
-    *LOOP_SLOTS,  # loops reshape the body every later transform sees
+    *LOOP_UNROLLS,  # loops reshape the body every later transform sees
     *CANONICAL_ORDER[:10], *_V2_HINTS,  # qualifiers: the seed's cache operators first (L1:: needs none)
     *CANONICAL_ORDER[10:], *_V2_BUDGETS,  # prefetches, reorders, and every register budget last
 )
@@ -129,7 +131,7 @@ class ActionSpace:
 
     @property
     def size(self) -> int:
-        """Number of logits (transforms, reserved slots and stop)."""
+        """Number of logits (transforms and stop)."""
         return len(self.names)
 
     @property

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from chronos.actions import LOOP_SLOTS, SEED, STOP, V2
+from chronos.actions import LOOP_UNROLLS, SEED, STOP, V2
 from chronos.errors import CheckpointError, ChronosError
 from chronos.features import NUM_FEATURES
 from chronos.inference import predict_transforms
@@ -46,19 +46,19 @@ def test_the_v2_mask_is_the_legality_oracle_and_the_policy_never_picks_outside_i
     legal = set(legal_actions(module, space=V2, defer_ptxas=True))
     assert mask.shape == (47,) and mask[STOP] == 1
     assert {a for a, m in zip(V2.names, mask, strict=True) if m and a != "stop"} == legal
-    assert not any(mask[V2.index[a]] for a in (*LOOP_SLOTS, "occ_ctas_1", "maxnreg_uncapped"))
+    assert not any(mask[V2.index[a]] for a in (*LOOP_UNROLLS, "occ_ctas_1", "maxnreg_uncapped"))
     obs = space.obs(())
     assert obs.shape == (119,) and np.array_equal(obs[NUM_FEATURES:NUM_FEATURES + 47], mask)
     torch.manual_seed(0)
     policy = TransformPolicy(hidden=16, action_space=V2)
     with torch.no_grad():
         policy.net[6].bias.copy_(torch.linspace(5, 0, 47))  # every masked action ranks above the legal ones
-        policy.net[6].bias[V2.index["loop_unroll"]] = 100.0
+        policy.net[6].bias[V2.index["loop_unroll_2"]] = 100.0
     logits = policy(torch.from_numpy(obs[:NUM_FEATURES]), torch.from_numpy(mask),
                     torch.from_numpy(obs[NUM_FEATURES + 47:]))
     assert all(logits[i] == torch.finfo(torch.float32).min for i in np.flatnonzero(mask == 0))
     seq = greedy_decode([space], policy, 6)[0].sequence
-    assert seq and all(a in V2.index for a in seq) and not set(seq) & set(LOOP_SLOTS)
+    assert seq and all(a in V2.index for a in seq) and not set(seq) & set(LOOP_UNROLLS)
 
 
 def test_a_v2_env_steps_through_v2_actions():

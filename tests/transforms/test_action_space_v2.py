@@ -1,6 +1,6 @@
 """Action space v2 (issue #14) through the registry: every v2 action applied with `apply` to corpus kernels
 (the round-trip corpus, gemm_tile, the Triton suite, one captured kernel per workload) and assembled by ptxas
-for sm_90a; `legal_actions(space=V2)` agrees with what `apply` accepts; the reserved loop slots are never
+for sm_90a; `legal_actions(space=V2)` agrees with what `apply` accepts; the loop unrolls are never
 legal; v2 hints combined with the seed's qualifier and vector transforms, in either order, still assemble."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from chronos.actions import LOOP_SLOTS, SEED, V2
+from chronos.actions import LOOP_UNROLLS, SEED, V2
 from chronos.errors import IllegalActionError
 from chronos.kernels.gemm_tile import gemm_tile_ptx
 from chronos.kernels.spec import read_ptx_file
@@ -61,15 +61,17 @@ def test_every_v2_action_is_legal_exactly_where_apply_accepts_it_and_assembles(n
         assert out.applied == (action,)
         _assembles(out)
     assert accepted == legal & set(V2_ONLY)
-    assert not legal & set(LOOP_SLOTS)
 
 
-def test_reserved_loop_slots_are_refused_with_their_reason():
-    module = parse(gemm_tile_ptx(4, 6, 4))
-    for slot in LOOP_SLOTS:
-        assert "reserved for the loop transforms" in refusals(module, space=V2)[slot]
-        with pytest.raises(IllegalActionError, match="reserved"):
-            apply(module, slot)
+def test_loop_unrolls_apply_where_a_loop_is_and_share_one_slot(ptxas):
+    assert not set(LOOP_UNROLLS) & set(legal_actions(parse(gemm_tile_ptx(4, 6, 4)), space=V2))  # no loop
+    loopy = next(m for m in (parse(p.read_text()) for p in sorted((CORPUS / "triton").glob("*.ptx")))
+                 if set(LOOP_UNROLLS) <= set(legal_actions(m, space=V2)))
+    out = apply(loopy, "loop_unroll_2")
+    _assembles(out)
+    assert "loop_unroll_4" not in legal_actions(out, space=V2)  # one unroll per kernel
+    with pytest.raises(IllegalActionError, match="conflicts with loop_unroll_2"):
+        apply(out, "loop_unroll_4")
 
 
 def test_occupancy_targets_join_the_register_budget_group():

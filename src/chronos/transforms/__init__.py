@@ -8,8 +8,7 @@ accept, in the space's logit order; with `stop` (always legal) it is the policy'
 
 `apply` takes any action of either space and checks conflicts with v2's groups, which are the seed's plus
 new ones (the occupancy targets join register_budget), so a set of seed actions gets the seed's verdicts.
-The reserved loop slots (chronos.actions.LOOP_SLOTS) have no transform yet: they are always illegal. The
-extension point is `TRANSFORMS`: one entry per action name (loops.py's functions go there).
+The extension point is `TRANSFORMS`: one entry per action name.
 """
 
 from __future__ import annotations
@@ -21,10 +20,10 @@ from chronos.actions import (
     L1_EVICTIONS,
     L2_EVICTIONS,
     LOAD_CLASSES,
-    LOOP_SLOTS,
     OCCUPANCY_TARGETS,
     PREFETCH_SIZES,
     SEED,
+    UNROLL_FACTORS,
     V2,
     ActionSpace,
     conflicts,
@@ -33,17 +32,20 @@ from chronos.errors import IllegalActionError, NotApplicable, UnknownActionError
 from chronos.ptx.ir import Module
 from chronos.transforms.cache_hints import set_cache_operator
 from chronos.transforms.cache_policy import l1_eviction, l2_policy, prefetch_size, store_eviction
+from chronos.transforms.loops import unroll
 from chronos.transforms.occupancy import occupancy_target, uncap_registers
 from chronos.transforms.prefetch import insert_prefetches
 from chronos.transforms.register_budget import set_maxnreg
 from chronos.transforms.reorder import reorder
 from chronos.transforms.vectorize import split_ld, vec_ld, vec_st
 
-REGISTER_BUDGETS: dict[str, Callable[[Module, bool], Module]] = {
+PTXAS_DECIDED: dict[str, Callable[[Module, bool], Module]] = {
     **{f"maxnreg_{n}": (lambda m, v, n=n: set_maxnreg(m, n, verify=v)) for n in (32, 64, 128, 255)},
     **{f"occ_ctas_{k}": (lambda m, v, k=k: occupancy_target(m, k, verify=v)) for k in OCCUPANCY_TARGETS},
+    **{f"loop_unroll_{f}": (lambda m, v, f=f: unroll(m, f, verify=v)) for f in UNROLL_FACTORS},
 }
-"""Budgets whose ptxas verdict `defer_ptxas` may leave to the compile step: (module, verify) -> module."""
+"""Transforms whose legality ptxas decides (register budgets; an unrolled body under a budget), which
+`defer_ptxas` may leave to the compile step: (module, verify) -> module."""
 
 TRANSFORMS: dict[str, Callable[[Module], Module]] = {
     "vec_ld": vec_ld,
@@ -51,7 +53,7 @@ TRANSFORMS: dict[str, Callable[[Module], Module]] = {
     "split_ld": split_ld,
     **{f"cache_{c}": (lambda m, c=c: set_cache_operator(m, "ld", c)) for c in ("cs", "cg", "ca", "cv")},
     **{f"st_cache_{c}": (lambda m, c=c: set_cache_operator(m, "st", c)) for c in ("cs", "wt", "wb")},
-    **{a: (lambda m, f=f: f(m, True)) for a, f in REGISTER_BUDGETS.items()},
+    **{a: (lambda m, f=f: f(m, True)) for a, f in PTXAS_DECIDED.items()},
     **{f"reorder_{h}": (lambda m, h=h: reorder(m, h)) for h in ("cp", "il", "lf", "sl")},
     "prefetch_L1": lambda m: insert_prefetches(m, "L1"),
     "prefetch_L2": lambda m: insert_prefetches(m, "L2"),
@@ -64,7 +66,7 @@ TRANSFORMS: dict[str, Callable[[Module], Module]] = {
 }
 TRANSFORM_NAMES: tuple[str, ...] = SEED.transforms
 """The seed's 20 transforms, in ACTION_NAMES order."""
-assert set(TRANSFORMS) == set(V2.transforms) - set(LOOP_SLOTS)
+assert set(TRANSFORMS) == set(V2.transforms)
 
 __all__ = ["TRANSFORMS", "TRANSFORM_NAMES", "apply", "apply_sequence", "legal_actions", "refusals"]
 
@@ -83,26 +85,24 @@ def _precheck(module: Module, action: str, applied: Iterable[str]) -> str | None
         group = V2.group_of[action]
         other = next(a for a in applied if V2.group_of.get(a) == group)
         return f"conflicts with {other} (group {group})"
-    if action in LOOP_SLOTS:
-        return "reserved for the loop transforms (chronos/transforms/loops.py), not implemented yet"
     if not module.entries():
         return "the module has no .entry with a body"
     return None
 
 
 def _transform(module: Module, action: str, defer_ptxas: bool) -> Module:
-    if defer_ptxas and action in REGISTER_BUDGETS:
-        return REGISTER_BUDGETS[action](module, False)
+    if defer_ptxas and action in PTXAS_DECIDED:
+        return PTXAS_DECIDED[action](module, False)
     return TRANSFORMS[action](module)
 
 
 def apply(module: Module, action: str, *, defer_ptxas: bool = False) -> Module:
     """Apply one transform; raise IllegalActionError (with the reason) when it is not legal.
 
-    defer_ptxas=True skips the ptxas verdict on register budgets: the caller compiles the result anyway and
-    must treat a ptxas refusal as an illegal variant (the exhaustive search does, to avoid one ptxas run
-    per budget per prefix)."""
-    if action not in TRANSFORMS and action not in LOOP_SLOTS:
+    defer_ptxas=True skips the ptxas verdict on register budgets and unrolls: the caller compiles the result
+    anyway and must treat a ptxas refusal as an illegal variant (the exhaustive search does, to avoid one
+    ptxas run per budget per prefix)."""
+    if action not in TRANSFORMS:
         if action == "stop":
             raise IllegalActionError(action, "stop is not a transform", kernel=_kernel_name(module))
         raise UnknownActionError(f"unknown action {action!r}; expected one of: {' '.join(V2.transforms)}")
