@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import os
 import subprocess
 import sys
@@ -92,7 +93,7 @@ def worker(workload: str, role: str, db: str | None, workloads_py: Path) -> None
             reply({"ok": True})
         elif cmd["op"] == "time":
             kept = {}  # not held on the GPU while timing
-            reply({"times": _time(phases, cmd["steps"])})
+            reply({"times": _time(phases, cmd["steps"])})  # steps: one count, or one per phase
         elif cmd["op"] == "stop":
             reply({"ok": True})
             return
@@ -110,19 +111,26 @@ def _warm(phases: dict, steps: int) -> dict:
     return {name: [t.detach() for t in fn()] for name, fn in phases.items()}
 
 
-def _time(phases: dict, steps: int) -> dict:
+def _time(phases: dict, steps: int | dict) -> dict:
     """Seconds per step of each phase, synchronised before and after."""
     import torch
 
     times = {}
     for name, fn in phases.items():
+        n = steps[name] if isinstance(steps, dict) else steps
         torch.cuda.synchronize()
         t0 = time.perf_counter()
-        for _ in range(steps):
+        for _ in range(n):
             fn()
         torch.cuda.synchronize()
-        times[name] = (time.perf_counter() - t0) / steps
+        times[name] = (time.perf_counter() - t0) / n
     return times
+
+
+def steps_per_phase(step_s: dict[str, float], min_steps: int, round_seconds: float) -> dict[str, int]:
+    """Steps per phase so that each timed block lasts about `round_seconds`: a 3 ms flex step timed three
+    times is at the mercy of one hiccup of the host (A/A spread 1.08 on the H200, 2026-12-02)."""
+    return {p: max(min_steps, math.ceil(round_seconds / max(t, 1e-6))) for p, t in step_s.items()}
 
 
 # ------------------------------------------------------------------ coordinator
@@ -201,11 +209,12 @@ def run(args: argparse.Namespace) -> dict:
     keep.mkdir()
     for w in workers.values():
         w.ask("keep", phases=unstable, dir=str(keep))
+    steps = steps_per_phase(workers["stock_a"].ask("time", steps=1)["times"], args.steps, args.round_seconds)
     times = {role: [] for role in ROLES}
     for r in range(args.rounds):
         order = ROLES[r % len(ROLES):] + ROLES[:r % len(ROLES)]
         for role in order:
-            times[role].append(workers[role].ask("time", steps=args.steps)["times"])
+            times[role].append(workers[role].ask("time", steps=steps)["times"])
     for w in workers.values():
         w.ask("stop")
     step = {role: [sum(t.values()) for t in ts] for role, ts in times.items()}
@@ -215,7 +224,7 @@ def run(args: argparse.Namespace) -> dict:
         return summarize([a / b for a, b in zip(step[num], step[den], strict=True)])
 
     result = {
-        "workload": args.workload, "db": str(args.db), "steps": args.steps, "rounds": args.rounds,
+        "workload": args.workload, "db": str(args.db), "steps": steps, "rounds": args.rounds,
         "compile_and_warm_s": round(compile_s, 1), "hook": warm["tuned"]["hook"],
         "hooked_outputs_equal": dig["stock_a"] == dig["hooked"],
         "stock_deterministic": dig["stock_a"] == dig["stock_b"],
@@ -241,7 +250,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--db", type=Path, required=True)
     p.add_argument("--out", type=Path, default=Path("e2e.json"))
     p.add_argument("--warmup", type=int, default=2)
-    p.add_argument("--steps", type=int, default=3)
+    p.add_argument("--steps", type=int, default=3, help="steps per phase per round, at least")
+    p.add_argument("--round-seconds", type=float, default=0.25,
+                   help="more steps for a short phase, so that each timed block lasts about this long")
     p.add_argument("--rounds", type=int, default=10)
     p.add_argument("--logs", type=Path, help="workers' logs (default: beside --out)")
     p.add_argument("--workloads", type=Path, default=Path(__file__).resolve().parent / "workloads.py",

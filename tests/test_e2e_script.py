@@ -48,7 +48,7 @@ def test_e2e_compares_outputs_bitwise_and_pairs_rounds(tmp_path):
     out = tmp_path / "e2e.json"
     cmd = [sys.executable, str(ROOT / "scripts/e2e.py"), "toy", "--db", str(tmp_path / "t.sqlite"),
            "--workloads", str(tmp_path / "toy.py"), "--out", str(out), "--rounds", "4", "--steps", "1",
-           "--warmup", "1"]
+           "--warmup", "1", "--round-seconds", "0"]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
     assert res.returncode == 0, res.stderr
     r = json.loads(out.read_text())
@@ -64,3 +64,12 @@ def test_e2e_compares_outputs_bitwise_and_pairs_rounds(tmp_path):
     assert r["hook_cost"]["rounds"] == r["swap_effect"]["rounds"] == 4
     lo, hi = r["speedup"]["ci95"]
     assert lo <= r["speedup"]["median"] <= hi
+
+
+def test_short_phases_get_more_steps_per_round():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("e2e", ROOT / "scripts/e2e.py")
+    e2e = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(e2e)
+    assert e2e.steps_per_phase({"train": 0.003, "decode": 0.5}, 3, 0.25) == {"train": 84, "decode": 3}

@@ -5,8 +5,16 @@ from __future__ import annotations
 import numpy as np
 
 from chronos.kernels.gemm_tile import gemm_tile_spec
-from chronos.kernels.spec import ArgSpec
-from chronos.measure.inputs import bit_mismatches, draw_inputs, init_buffer, poison, stats, unwritten
+from chronos.kernels.spec import ArgSpec, KernelSpec
+from chronos.measure.inputs import (
+    bit_mismatches,
+    draw_inputs,
+    init_buffer,
+    poison,
+    stats,
+    unwritten,
+    unwritten_error,
+)
 
 
 def test_draws_deterministic_and_fresh():
@@ -36,6 +44,22 @@ def test_poison_and_unwritten():
     assert unwritten(arg, p) == 8
     p[:5] = 1.0
     assert unwritten(arg, p) == 3
+
+
+def test_a_partly_written_output_is_refused_except_for_a_captured_kernel():
+    """A captured kernel may write a strided view of its output's span (Inductor's layer norms on the
+    H200): its holes stay poison in every run and the bitwise comparison covers them; an output left
+    entirely unwritten, or any hole in one of Chronos's own kernels, is a wrong spec."""
+    out, inp = ArgSpec("c", "buffer", "f32", 8, role="output"), ArgSpec("a", "buffer", "f32", 8)
+    spec = KernelSpec(kernel="k", family="triton", entry="k", ptx="k.ptx", grid=(1, 1, 1), block=(8, 1, 1),
+                      args=(inp, out))
+    part, none = poison(out), poison(out)
+    part[:5] = 1.0
+    assert unwritten_error(spec, {"c": part}) == "baseline left poison in outputs (elements): {'c': 3}"
+    captured = KernelSpec(**{**spec.__dict__, "family": "captured"})
+    assert unwritten_error(captured, {"c": part}) is None
+    assert "{'c': 8}" in unwritten_error(captured, {"c": none})
+    assert unwritten_error(spec, {"c": np.ones(8, np.float32)}) is None
 
 
 def test_bit_exact_comparison():

@@ -133,6 +133,20 @@ def unwritten(arg: ArgSpec, data: np.ndarray, poison_byte: int = 0xFF) -> int:
     return int(np.count_nonzero(np.all(b == poison_byte, axis=1)))
 
 
+def unwritten_error(spec, outputs: dict[str, np.ndarray], poison_byte: int = 0xFF) -> str | None:
+    """Why a baseline's outputs cannot serve as the reference, or None. An output element still holding
+    the poison pattern was not written: for Chronos's own kernels a wrong spec, always refused. A captured
+    kernel (family "captured") may write only part of its output's memory span, a strided or padded view
+    of a larger tensor (on the H200: Inductor's layer-norm and padding kernels, 9 of 230): its holes stay
+    poison in every run, so comparing the whole buffer bit for bit still decides; only an output it leaves
+    entirely unwritten is refused."""
+    holes = {a.name: n for a in spec.outputs if a.role == "output"
+             and (n := unwritten(a, outputs[a.name], poison_byte))}
+    if spec.family == "captured":
+        holes = {k: n for k, n in holes.items() if n == next(a.elements for a in spec.outputs if a.name == k)}
+    return f"baseline left poison in outputs (elements): {holes}" if holes else None
+
+
 def bit_mismatches(ref: dict[str, np.ndarray], got: dict[str, np.ndarray]) -> dict[str, int]:
     """{output name: number of elements whose bytes differ}; empty when every output is bit-identical.
 

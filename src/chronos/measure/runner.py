@@ -16,7 +16,14 @@ import numpy as np
 from chronos.config import MeasureConfig
 from chronos.errors import CudaFault, MeasureError
 from chronos.kernels.spec import KernelSpec
-from chronos.measure.inputs import NP_DTYPES, bit_mismatches, draw_inputs, scalar_value, stats, unwritten
+from chronos.measure.inputs import (
+    NP_DTYPES,
+    bit_mismatches,
+    draw_inputs,
+    scalar_value,
+    stats,
+    unwritten_error,
+)
 
 # pycuda error text -> CUDA error name; the names that are not sticky leave the context usable.
 _FAULTS = [
@@ -230,12 +237,8 @@ class GpuRunner:
             key = (base_sha, _launch_key(spec), cfg.seed, d, cfg.poison_byte)  # one cubin, many specs
             if key not in self.refs:
                 ref = self._run_once(base_k, spec, bufs, args, inputs, cfg)
-                holes = {a.name: unwritten(a, ref[a.name], cfg.poison_byte) for a in spec.outputs
-                         if a.role == "output"}
-                holes = {k: v for k, v in holes.items() if v}
-                if holes:
-                    return {"valid": False, "reason": "unwritten_output",
-                            "log": f"baseline left poison in outputs (elements): {holes} (draw {d})"}
+                if why := unwritten_error(spec, ref, cfg.poison_byte):
+                    return {"valid": False, "reason": "unwritten_output", "log": f"{why} (draw {d})"}
                 if len(self.refs) > 8:
                     self.refs.clear()
                 self.refs[key] = ref

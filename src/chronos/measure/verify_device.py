@@ -14,7 +14,7 @@ import numpy as np
 from chronos.config import MeasureConfig
 from chronos.errors import MeasureError
 from chronos.kernels.spec import KernelSpec
-from chronos.measure.inputs import NP_DTYPES, bit_mismatches, unwritten
+from chronos.measure.inputs import NP_DTYPES, bit_mismatches, unwritten_error
 
 NEQ_ENTRY = "chronos_count_neq"
 NEQ_THREADS = 256
@@ -112,15 +112,13 @@ class DeviceDraws:
         return outs
 
     def reference(self, k, bufs: dict, args: list, d: int) -> None:
-        """Run the baseline on draw d, check it wrote every output element, keep its outputs on the device."""
+        """Run the baseline on draw d, check it wrote its outputs (inputs.unwritten_error), keep them on the
+        device."""
         r = self.r
         self._launch(k, bufs, args, d)
         host = self._host(bufs)
-        holes = {a.name: n for a in self.spec.outputs if a.role == "output"
-                 and (n := unwritten(a, host[a.name], self.cfg.poison_byte))}
-        if holes:
-            raise MeasureError(f"{self.spec.kernel}: the baseline left poison in outputs (elements): {holes} "
-                               f"(draw {d})")
+        if why := unwritten_error(self.spec, host, self.cfg.poison_byte):
+            raise MeasureError(f"{self.spec.kernel}: the {why} (draw {d})")
         self.refs[d] = {"host": host}
         for a in self.spec.outputs:
             self.refs[d][a.name] = r._call(r.drv.mem_alloc, max(a.nbytes, 256))

@@ -8,10 +8,10 @@ A workload's record is its `tune-parts/` (scripts/gpu_run_capture.sh: one part p
 by side on the GPU). On replay every recorded kernel is tuned once more: the policy predicts its candidates
 on this CPU, the store answers each comparison, and the row must equal the record, the predicted
 log-probabilities to LOGP_TOLERANCE (printed to 4 decimals, they differ in the last one between CPU builds
-of torch).
-Kernels the record lacks (left by a call's budget) are listed, never guessed. A disagreement is recorded
-with the fields that differ and the stage exits 1: a committed tune result that the store cannot reproduce is
-a bug, not a number.
+of torch). Kernels the record lacks (left by a call's budget) are listed, never guessed. A disagreement is
+recorded with the fields that differ and the stage exits 1: a committed tune result that the store cannot
+reproduce is a bug, not a number. The tuned DB that deployment reads is not kept in git; it is written from
+the record, and `db` says how many entries it holds.
 """
 
 from __future__ import annotations
@@ -70,8 +70,20 @@ def replay_workload(d: Path, backend, policy, cfg) -> dict:
         rows.append({"kernel": spec.kernel, "returned": row.get("returned", row.get("verdict")),
                      "speedup_time": row.get("speedup_time"), "verdict": row.get("verdict")})
     return {"summary": tune_summary([records[r["kernel"]] for r in rows]), "recorded": len(records),
+            "db": db_counts(d),
             "not_recorded": sorted(s.kernel for s in specs if s.kernel not in records),
             "agrees_with_record": len(rows) - len(disagree), "disagreements": disagree, "kernels": rows}
+
+
+def db_counts(d: Path) -> dict:
+    """The tuned DB that deployment reads, written from the record (it is not kept in git) into a scratch
+    file: how many faster kernels became entries, how many lacked a Triton identity."""
+    import tempfile
+
+    from chronos.tune import write_db
+
+    with tempfile.TemporaryDirectory() as tmp:
+        return write_db(d, d / "tune-parts", Path(tmp) / "tuned.sqlite")
 
 
 def _body(args, cfg) -> int:
