@@ -161,7 +161,7 @@ def optimize(spec: KernelSpec, module, backend, policy, *, max_steps: int, min_g
     if not judged_in_cycles(spec):  # an instrumented twin's cycles are no speedup for a real kernel
         raise ChronosError(f"{spec.kernel}: %clock64 cycles are the seed's metric for its gemm_tile kernels; "
                            "every other kernel is judged in wall time: use chronos.optimize_time")
-    space = KernelSpace(module, ptxas_legality, policy.action_space)
+    space = KernelSpace(module, ptxas_legality, policy.action_space, launch=spec)
     ev = Evaluator(spec, module, backend)
     decoded = greedy_decode([space], policy, max_steps)[0]
     res = OptimizeResult(spec.kernel, decoded.sequence, decoded.key, None, None, ptx=ev.root_ptx)

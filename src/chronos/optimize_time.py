@@ -72,7 +72,7 @@ def optimize_time(spec: KernelSpec, module, backend, policy, *, max_steps: int, 
     """The optimize path on one kernel (`module`: its parsed PTX). A comparison the backend cannot give (a
     replay miss) makes the result `unmeasured`, returning the baseline; it never raises for that. `extra`:
     further action sets measured in the same comparison (after the policy's), candidates like the others."""
-    space = KernelSpace(module, ptxas_legality, policy.action_space)
+    space = KernelSpace(module, ptxas_legality, policy.action_space, launch=spec)
     decoded = greedy_decode([space], policy, max_steps)[0]
     res = TimeOptimizeResult(spec.kernel, decoded.sequence, decoded.key)
     ev = TimedEvaluator(spec, module, backend, timing, min_gain)

@@ -13,7 +13,7 @@ import torch
 
 from chronos.actions import LOOP_UNROLLS, SEED, STOP, V2
 from chronos.errors import CheckpointError, ChronosError
-from chronos.features import NUM_FEATURES
+from chronos.features_v2 import FEATURE_V2_NAMES, NUM_FEATURES_V2
 from chronos.inference import predict_transforms
 from chronos.kernels.gemm_tile import gemm_tile_ptx
 from chronos.ptx import parse
@@ -32,7 +32,7 @@ SOFTMAX = ROOT / "tests/corpus/triton/triton_softmax.sm_90a.ptx"
 def test_a_v2_policy_has_the_v2_head():
     p = TransformPolicy(hidden=32, action_space="v2")
     assert p.action_space is V2 and p.n_actions == 47
-    assert p.net[0].in_features == NUM_FEATURES + 2 * 47 == obs_dim(V2) == 119
+    assert p.net[0].in_features == NUM_FEATURES_V2 + 2 * 47 == obs_dim(V2) == 146
     assert p.net[6].out_features == 47
     assert TransformPolicy().action_space is SEED and TransformPolicy().net[6].out_features == 21
     with pytest.raises(ValueError, match="v2 space has 47"):
@@ -48,14 +48,14 @@ def test_the_v2_mask_is_the_legality_oracle_and_the_policy_never_picks_outside_i
     assert {a for a, m in zip(V2.names, mask, strict=True) if m and a != "stop"} == legal
     assert not any(mask[V2.index[a]] for a in (*LOOP_UNROLLS, "occ_ctas_1", "maxnreg_uncapped"))
     obs = space.obs(())
-    assert obs.shape == (119,) and np.array_equal(obs[NUM_FEATURES:NUM_FEATURES + 47], mask)
+    assert obs.shape == (146,) and np.array_equal(obs[NUM_FEATURES_V2:NUM_FEATURES_V2 + 47], mask)
     torch.manual_seed(0)
     policy = TransformPolicy(hidden=16, action_space=V2)
     with torch.no_grad():
         policy.net[6].bias.copy_(torch.linspace(5, 0, 47))  # every masked action ranks above the legal ones
         policy.net[6].bias[V2.index["loop_unroll_2"]] = 100.0
-    logits = policy(torch.from_numpy(obs[:NUM_FEATURES]), torch.from_numpy(mask),
-                    torch.from_numpy(obs[NUM_FEATURES + 47:]))
+    logits = policy(torch.from_numpy(obs[:NUM_FEATURES_V2]), torch.from_numpy(mask),
+                    torch.from_numpy(obs[NUM_FEATURES_V2 + 47:]))
     assert all(logits[i] == torch.finfo(torch.float32).min for i in np.flatnonzero(mask == 0))
     seq = greedy_decode([space], policy, 6)[0].sequence
     assert seq and all(a in V2.index for a in seq) and not set(seq) & set(LOOP_UNROLLS)
@@ -64,10 +64,10 @@ def test_the_v2_mask_is_the_legality_oracle_and_the_policy_never_picks_outside_i
 def test_a_v2_env_steps_through_v2_actions():
     env = TransformEnv(kernels((2, 2, 2)), StandInBackend(), action_space="v2")
     obs, info = env.reset(options={"kernel": "gemm_tile(2,2,2)"})
-    assert env.action_space.n == 47 and obs.shape == (119,) and info["action_mask"].shape == (47,)
+    assert env.action_space.n == 47 and obs.shape == (146,) and info["action_mask"].shape == (47,)
     a = next(i for i in range(21, 47) if info["action_mask"][i])
     obs, _, _, _, info = env.step(a)
-    assert info["applied"] == (V2.names[a],) and obs[NUM_FEATURES + 47 + a] == 1
+    assert info["applied"] == (V2.names[a],) and obs[NUM_FEATURES_V2 + 47 + a] == 1
 
 
 def test_a_checkpoint_records_its_space_and_refuses_another(tmp_path):
@@ -76,7 +76,8 @@ def test_a_checkpoint_records_its_space_and_refuses_another(tmp_path):
     save_checkpoint(p2, v2, {"epoch": 1})
     save_checkpoint(p1, seed, {"epoch": 1})
     raw2, raw1 = torch.load(p2, weights_only=True), torch.load(p1, weights_only=True)
-    assert raw2["action_space"] == {"name": "v2", "names": list(V2.names)}
+    assert raw2["action_space"] == {"name": "v2", "names": list(V2.names),
+                                    "observation": {"version": "v2", "features": list(FEATURE_V2_NAMES)}}
     assert "action_space" not in raw1  # seed files are written exactly as before v2
     assert raw1["sha256"] == content_hash(raw1["format"], 8, raw1["policy"], {"epoch": 1})
     assert load_model(p2).action_space is V2 and load_model(p2, action_space="v2").action_space is V2

@@ -1,9 +1,9 @@
 """Behaviour cloning: the DA-GRPO warm start, a masked cross-entropy fit of greedy-search demonstrations.
 
-A demonstration is one greedy step (chronos.search.strategies.greedy, one JSON line): {"kernel",
-"features" (25), "mask" (21), "history" (21), "action" (a name, "stop" included), ...}. Kernels, not steps,
-are split into train and held-out, so held-out accuracy measures generalisation to unseen kernels. The
-returned policy is the one of the best epoch (held-out accuracy, or train accuracy without a held-out set).
+A demonstration is one greedy step (chronos.search.strategies.greedy, one JSON line): {"kernel", "features"
+(25; 52 in v2), "mask" (21), "history" (21), "action" (a name, "stop" included), ...}. Kernels, not steps, are
+split into train and held-out, so held-out accuracy measures generalisation to unseen kernels. The returned
+policy is the one of the best epoch (held-out accuracy, or train accuracy without a held-out set).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from chronos.actions import SEED, STOP, ActionSpace, resolve_space
 from chronos.config import BCConfig
 from chronos.errors import TrainingError
-from chronos.features import NUM_FEATURES
+from chronos.features_v2 import observed_features
 from chronos.rl.policy import TransformPolicy
 
 
@@ -39,7 +39,7 @@ def split_kernels(kernels: Iterable[str], cfg: BCConfig,
 def _check_demos(demos: Sequence[dict], space: ActionSpace = SEED) -> None:
     """Demonstrations come from a file: a malformed one is bad data (TrainingError), not a crash. Their
     masks and histories must be as wide as `space` (a seed-space demo cannot teach a v2 policy)."""
-    widths = {"features": NUM_FEATURES, "mask": space.size, "history": space.size}
+    widths = {"features": len(observed_features(space)), "mask": space.size, "history": space.size}
     for i, d in enumerate(demos):
         if not isinstance(d, dict) or not isinstance(d.get("kernel"), str):
             raise TrainingError(f"demonstration {i}: not an object with a 'kernel' name")

@@ -12,10 +12,14 @@ dict has exactly the policy's keys, each a float32 tensor of the shape `hidden` 
 finite.
 
 The action space (chronos.actions) is recorded for every space but the seed's, as a top-level
-`"action_space": {"name": "v2", "names": [...47 names in logit order...]}` that the hash covers; a
-file without one is a seed-space policy (every file written before v2 existed, and every seed one
-since, byte for byte as before). `load_model(path, action_space=...)` refuses a file of another space,
-or whose recorded names are not this chronos's names of that space.
+`"action_space": {"name": "v2", "names": [...47 names in logit order...], "observation": {"version": "v2",
+"features": [...52 feature names in input order...]}}` that the hash covers; a file without one is a
+seed-space policy over the seed's 25 features (every file written before v2 existed, and every seed one
+since, byte for byte as before). `load_model(path, action_space=...)` refuses a file of another space, whose
+recorded names are not this chronos's names of that space, or whose observation (chronos.features_v2) is
+not the one this chronos builds for that space: a policy is never read against other features. (v2 files
+written before observation v2 record no observation; their policy read the seed's 25 features, so they are
+refused: retrain them.)
 
 Files without a hash (this project's "chronos-policy-v1" and the seed's bare {"policy": ...}) predate it:
 there is nothing to check a bit flip against, so they load after the same structural checks unless the
@@ -36,6 +40,7 @@ import torch
 
 from chronos.actions import SEED, SPACES, ActionSpace, resolve_space
 from chronos.errors import CheckpointError
+from chronos.features_v2 import observation_version, observed_features
 from chronos.rl.policy import TransformPolicy, state_shapes
 
 CHECKPOINT_FORMAT = "chronos-policy-v2"
@@ -66,7 +71,32 @@ def _check_plain(value: Any, where: str) -> None:
 
 def _space_record(space: ActionSpace) -> dict | None:
     """What a checkpoint records of its action space: nothing for the seed's (see the module docstring)."""
-    return None if space is SEED else {"name": space.name, "names": list(space.names)}
+    if space is SEED:
+        return None
+    return {"name": space.name, "names": list(space.names), "observation": _observation_record(space)}
+
+
+def _observation_record(space: ActionSpace) -> dict:
+    """The features a policy of `space` reads (chronos.features_v2), as a checkpoint records them."""
+    return {"version": observation_version(space), "features": list(observed_features(space))}
+
+
+def _check_observation(rec: dict, space: ActionSpace, p: str) -> None:
+    """The recorded observation must be the one this chronos builds for `space`."""
+    want, got = _observation_record(space), rec.get("observation")
+    if got == want:
+        return
+    if not isinstance(got, dict):
+        raise CheckpointError(f"{p}: its {space.name} policy records no observation (written before "
+                              f"observation v2, it read other features than this chronos's "
+                              f"{len(want['features'])}); retrain it with this chronos")
+    feats = got.get("features") if isinstance(got.get("features"), list) else []
+    i = next((i for i, (a, b) in enumerate(zip(feats, want["features"])) if a != b),
+             min(len(feats), len(want["features"])))
+    raise CheckpointError(f"{p}: its policy reads observation {got.get('version')!r} with {len(feats)} "
+                          f"features, this chronos's {space.name} space observation {want['version']!r} has "
+                          f"{len(want['features'])}; they first differ at feature {i}: the policy would read "
+                          "other features than it was trained on, so it cannot be loaded")
 
 
 def content_hash(fmt: str, hidden: int, state: dict[str, torch.Tensor], metadata: dict,
@@ -172,6 +202,7 @@ def _space(ckpt: dict, p: str, expected: ActionSpace | str | None) -> ActionSpac
             raise CheckpointError(f"{p}: its {space.name} action space has {len(names or [])} names, this "
                                   f"chronos's has {space.size}; they first differ at logit {i}: the policy's "
                                   "outputs would mean other actions, so it cannot be loaded")
+        _check_observation(rec, space, p)
     if expected is not None and resolve_space(expected) is not space:
         want = resolve_space(expected)
         raise CheckpointError(f"{p}: the policy was trained in the {space.name} action space ({space.size} "
@@ -184,7 +215,7 @@ def _space(ckpt: dict, p: str, expected: ActionSpace | str | None) -> ActionSpac
 def _check_state(state: dict, hidden: int, p: str, space: ActionSpace = SEED) -> None:
     """Exactly the policy's keys, each float32 of the shape `hidden` and the space imply (checked before
     building)."""
-    want = state_shapes(hidden, n_actions=space.size)
+    want = state_shapes(hidden, len(observed_features(space)), space.size)
     missing, extra = sorted(set(want) - set(state)), sorted(set(state) - set(want))
     problems = [f"missing {missing}"] if missing else []
     problems += [f"unexpected {extra}"] if extra else []

@@ -3,7 +3,9 @@ optimize path, so that a raw PTX file and a training env go through the same obs
 rule and the same decoder.
 
 Observation (67 float32) = 25 features of the current variant + 21 mask + 21 history (`observation`,
-`split_obs`); in the v2 action space (chronos.actions) the mask and the history are 47 wide (119 floats).
+`split_obs`); in the v2 action space (chronos.actions) the features are observation v2's 52
+(chronos.features_v2: the seed's 25 first, then launch, occupancy, loops, loads, ...) and the mask and the
+history are 47 wide (146 floats).
 A state is the canonical *set* of applied actions (chronos.search.space): any order of the same
 actions is the same variant, the same PTX and the same store record.
 
@@ -26,16 +28,16 @@ from typing import Protocol
 import numpy as np
 import torch
 
-from chronos.actions import SEED, STOP, ActionSpace, get_action_history, resolve_space
+from chronos.actions import SEED, SPACES, STOP, ActionSpace, get_action_history, resolve_space
 from chronos.errors import ChronosError, IllegalActionError
-from chronos.features import NUM_FEATURES, extract_features
+from chronos.features_v2 import observed_features, space_features
 from chronos.search.space import canonical
 from chronos.transforms import apply
 
 
 def obs_dim(space: ActionSpace = SEED) -> int:
-    """Width of an observation in `space`: features + mask + history."""
-    return NUM_FEATURES + 2 * space.size
+    """Width of an observation in `space`: its features + mask + history (67 seed, 146 v2)."""
+    return len(observed_features(space)) + 2 * space.size
 
 
 OBS_DIM = obs_dim(SEED)  # 67
@@ -51,18 +53,24 @@ def observation(features: Sequence[float], mask: np.ndarray, applied: Iterable[s
                           ).astype(np.float32)
 
 
-def split_obs(obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(features, mask, history) of a (B, 67) batch of observations (B, 119 in v2): TransformPolicy's three
-    inputs."""
-    m = NUM_FEATURES + (obs.shape[-1] - NUM_FEATURES) // 2
-    return obs[:, :NUM_FEATURES], obs[:, NUM_FEATURES:m], obs[:, m:]
+def split_obs(obs: torch.Tensor, space: ActionSpace | None = None) -> tuple[torch.Tensor, ...]:
+    """(features, mask, history) of a (B, 67) batch of observations (B, 146 in v2): TransformPolicy's three
+    inputs. Without `space`, the space whose observation has this width (each space's width is its own)."""
+    if space is None:
+        space = next((s for s in SPACES.values() if obs_dim(s) == obs.shape[-1]), None)
+        if space is None:
+            raise ChronosError(f"an observation of width {obs.shape[-1]} is no action space's (widths: "
+                               f"{', '.join(f'{n} {obs_dim(s)}' for n, s in SPACES.items())})")
+    nf = len(observed_features(space))
+    m = nf + space.size
+    return obs[:, :nf], obs[:, nf:m], obs[:, m:]
 
 
 class Space(Protocol):
     """A legality rule over states: what the decoders need of it. A Space may name its `action_space`
     (chronos.actions; without one it is the seed's)."""
 
-    def obs(self, key: Key) -> np.ndarray: ...  # the 67-float observation; its mask part is mask(key)
+    def obs(self, key: Key) -> np.ndarray: ...  # the 67-float observation (146 in v2); mask part mask(key)
 
     def mask(self, key: Key) -> np.ndarray: ...  # 21 0/1 floats (47 in v2), stop always 1
 
@@ -72,10 +80,17 @@ class Space(Protocol):
 class KernelSpace:
     """The variant space of one kernel: canonical set -> realised module, features, mask (all memoised), so
     rollouts pay for each transform once per set. `action_space` (a name or an ActionSpace) decides which
-    actions the mask, the history and the observation cover."""
+    actions the mask, the history and the observation cover, and which features it holds.
 
-    def __init__(self, root, ptxas_legality: bool = False, action_space: ActionSpace | str = SEED):
+    v2's features also read `launch` (the kernel's KernelSpec: grid, block, shared bytes, scalars; None
+    where the caller has none, e.g. a bare PTX file) and `ptxas_info(module)` (ptxas's registers/spills of
+    that variant, or None; no callable: unknown). The seed space reads neither."""
+
+    def __init__(self, root, ptxas_legality: bool = False, action_space: ActionSpace | str = SEED,
+                 launch=None, ptxas_info=None):
         self.root = root
+        self.launch = launch
+        self.ptxas_info = ptxas_info
         self.defer = not ptxas_legality
         self.action_space = resolve_space(action_space)
         self._modules: dict[Key, object] = {(): root}
@@ -127,7 +142,9 @@ class KernelSpace:
             module = self.module(key)
             if module is None:
                 raise ChronosError(f"state {'+'.join(key)} is not realisable in canonical order")
-            o = observation(extract_features(module), self.mask(key), key, self.action_space)
+            info = self.ptxas_info(module) if self.ptxas_info is not None else None
+            feats = space_features(module, self.action_space, self.launch, info)
+            o = observation(feats, self.mask(key), key, self.action_space)
             self._obs[key] = o
         return o
 
@@ -145,7 +162,7 @@ def _eval_mode(policy: torch.nn.Module) -> Iterator[None]:
 
 
 def _logits(policy, obs: list[np.ndarray]) -> torch.Tensor:
-    return policy(*split_obs(torch.from_numpy(np.stack(obs))))
+    return policy(*split_obs(torch.from_numpy(np.stack(obs)), getattr(policy, "action_space", None)))
 
 
 def _names(space: Space, policy) -> tuple[str, ...]:

@@ -6,10 +6,11 @@ A `gymnasium.Env`:
     obs, reward, terminated, truncated, info = env.step(action)
 
 obs (67 float32, the layout of chronos.rl.decode) = 25 features of the *current* (transformed) kernel + 21
-mask + 21 history. The mask is also in `info["action_mask"]` and `env.action_masks()`. `stop` terminates; the
-6th transform truncates. The reward is 0 on intermediate steps and, at the end, log(cycles_baseline /
-cycles_final) minus an optional per-transform cost; an invalid final variant gets `invalid_penalty` and
-`info["invalid_reason"]` says why.
+mask + 21 history (v2: observation v2's 52 features, with the kernel's KernelSpec as its launch, + 47 + 47).
+The mask is also in `info["action_mask"]` and `env.action_masks()`. `stop` terminates; the 6th transform
+truncates. The reward is 0 on intermediate steps and, at the end, log(cycles_baseline / cycles_final) minus an
+optional per-transform cost; an invalid final variant gets `invalid_penalty` and `info["invalid_reason"]` says
+why.
 
 States, masks and observations come from one `KernelSpace` per kernel (chronos.rl.decode: canonical sets,
 memoised), the same legality rule the decoders and inference use. `action_space` (params.yaml's `actions`;
@@ -64,8 +65,8 @@ class TransformEnv(gymnasium.Env):
     # -- shared with the batched trainer -------------------------------------------------------------------
     def space(self, kernel: str) -> KernelSpace:
         if kernel not in self._spaces:
-            root = self.kernels[kernel][1]
-            self._spaces[kernel] = KernelSpace(root, self.config.ptxas_legality, self.actions)
+            spec, root = self.kernels[kernel]
+            self._spaces[kernel] = KernelSpace(root, self.config.ptxas_legality, self.actions, launch=spec)
         return self._spaces[kernel]
 
     def evaluator(self, kernel: str) -> Evaluator:

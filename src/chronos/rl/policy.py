@@ -9,8 +9,9 @@ exactly as in the seed, so that a checkpoint trained there has the same meaning 
 Every method accepts one observation as 1-D tensors (25,), (21,), (21,) — the seed's Programmatic Usage —
 or a batch as (B, 25), (B, 21), (B, 21).
 
-The action space (chronos.actions: params.yaml's `actions`) sets the head: the seed's 21 logits, or v2's 47
-(then 25 + 2 * 47 inputs). `policy.action_space` says which; checkpoints record it.
+The action space (chronos.actions: params.yaml's `actions`) sets the head and the input: the seed's 21 logits
+over the seed's 25 features, or v2's 47 logits over observation v2's 52 features (chronos.features_v2; then
+52 + 2 * 47 = 146 inputs). `policy.action_space` says which; checkpoints record it and the feature names.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from torch import nn
 
 from chronos.actions import SEED, STOP, ActionSpace, resolve_space
 from chronos.features import NUM_FEATURES
+from chronos.features_v2 import observed_features
 
 # Masked logits get the most negative finite float instead of -inf: softmax then gives them exactly 0
 # probability, and a fully masked row (impossible while stop is forced on) can still not produce NaNs.
@@ -38,10 +40,16 @@ def state_shapes(hidden: int, n_features: int = NUM_FEATURES,
 class TransformPolicy(nn.Module):
     """The seed's policy network. `net` is the nn.Sequential whose state-dict keys checkpoints store."""
 
-    def __init__(self, hidden: int = 128, n_features: int = NUM_FEATURES, n_actions: int | None = None,
+    def __init__(self, hidden: int = 128, n_features: int | None = None, n_actions: int | None = None,
                  dropout: float = 0.1, action_space: ActionSpace | str = SEED):
         super().__init__()
         self.action_space = resolve_space(action_space)
+        self.feature_names = observed_features(self.action_space)
+        """The features this policy reads, in input order (the space's observation)."""
+        if n_features is not None and n_features != len(self.feature_names):
+            raise ValueError(f"n_features={n_features} but the {self.action_space.name} space observes "
+                             f"{len(self.feature_names)} features")
+        n_features = len(self.feature_names)
         if n_actions is not None and n_actions != self.action_space.size:
             raise ValueError(f"n_actions={n_actions} but the {self.action_space.name} space has "
                              f"{self.action_space.size} actions")

@@ -13,17 +13,15 @@ import dataclasses
 import re
 
 from chronos.errors import NotApplicable
+from chronos.gpu import MAX_CTAS_PER_SM, MAX_REGS_PER_THREAD, MAX_THREADS_PER_SM, REGS_PER_SM
+from chronos.gpu import REG_GRANULE as GRANULE
 from chronos.ptx.ir import Function, Module
 from chronos.transforms.base import rewrite_functions
 from chronos.transforms.register_budget import set_entry_directive, set_maxnreg
 
 REGISTER_CAPS = (".maxnreg", ".minnctapersm")
-
-REGS_PER_SM = 65536
-MAX_THREADS_PER_SM = 2048
-MAX_CTAS_PER_SM = 32
-MAX_REGS_PER_THREAD = 255
-GRANULE = 8  # per-thread registers: warps are given registers 256 at a time
+# the SM limits (chronos.gpu, with their sources): REGS_PER_SM, MAX_THREADS_PER_SM, MAX_CTAS_PER_SM,
+# MAX_REGS_PER_THREAD, GRANULE
 
 
 def threads_per_cta(module: Module) -> int:
