@@ -58,8 +58,11 @@ print(json.dumps(d, indent=1))" > $d/profile.json ;;
         budget=$(( ($(left) - E2E_RESERVE) / n - 60 )); [ $budget -gt ${TUNE_BUDGET:-60} ] && budget=${TUNE_BUDGET:-60}
         [ $budget -lt 10 ] && budget=10
         order=(); [ -f $d/profile.json ] && order=(--order-by $d/profile.json)
+        # the record keeps the policy it is made with (stage tune_captured replays with it); a resumed
+        # tune goes on with that one
+        [ -f $d/tune-policy.pt ] || cp models/checkpoint_best.pt $d/tune-policy.pt
         timeout $((budget + 90)) python3 -m chronos.cli tune $d --backend gpu --ptxas triton "${order[@]}" \
-          --budget $budget --db $d/tuned.sqlite > "$LOGS/tune_$w.log" 2>&1
+          --checkpoint $d/tune-policy.pt --budget $budget --db $d/tuned.sqlite > "$LOGS/tune_$w.log" 2>&1
         echo "tune $w (budget $budget s): exit $?" | tee -a $SUMMARY; tail -2 "$LOGS/tune_$w.log" | tee -a $SUMMARY ;;
       e2e)
         # the DB is not kept in git: written from the committed parts where this call did not tune

@@ -14,6 +14,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_each_workload_plans_capture_tune_and_e2e_as_gpu_jobs(tmp_path):
     (tmp_path / "scripts").mkdir()
     shutil.copy(ROOT / "scripts/workloads.py", tmp_path / "scripts")
+    (tmp_path / "models").mkdir()
+    shutil.copy(ROOT / "models/checkpoint_best.pt", tmp_path / "models")
     proc = subprocess.run(
         [sys.executable, "-m", "snakemake", "-s", str(ROOT / "workflow/captured/Snakefile"), "-n", "-p",
          "--config", "workloads=[flex,bert]", "budget=300"],
@@ -26,6 +28,7 @@ def test_each_workload_plans_capture_tune_and_e2e_as_gpu_jobs(tmp_path):
     d = "data/kernels/captured/bert"
     assert f"-m chronos.cli capture --out {d} --workload bert -- " in out
     assert f"scripts/workloads.py bert --steps 2 --profile-out {d}/profile.json" in out
-    assert (f"-m chronos.cli tune {d} --backend gpu --ptxas triton --order-by {d}/profile.json --budget 300 "
-            f"--db {d}/tuned.sqlite") in out
+    assert f"cp -n models/checkpoint_best.pt {d}/tune-policy.pt && " in out
+    assert (f"-m chronos.cli tune {d} --backend gpu --ptxas triton --order-by {d}/profile.json --checkpoint "
+            f"{d}/tune-policy.pt --budget 300 --db {d}/tuned.sqlite") in out
     assert f"scripts/e2e.py bert --db {d}/tuned.sqlite --out {d}/e2e.json" in out

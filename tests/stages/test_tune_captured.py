@@ -37,7 +37,7 @@ def test_the_committed_flex_tune_replays_as_recorded(tmp_path):
     out = tmp_path / "tune.json"
     argv = ["--captured", str(_flex_only(tmp_path)), "--backend", "replay", "--out", str(out),
             "--store", str(ROOT / "data/store/measurements.sqlite"),
-            "--checkpoint", str(ROOT / "models/checkpoint_best.pt"), "--params", str(ROOT / "params.yaml")]
+            "--params", str(ROOT / "params.yaml")]
     assert tune_captured.main(argv) == 0
     flex = json.loads(out.read_text())["workloads"]["flex"]
     assert flex["agrees_with_record"] == flex["recorded"] == 7 and not flex["disagreements"]
@@ -59,7 +59,7 @@ def test_a_record_the_store_cannot_reproduce_fails_the_stage(tmp_path):
     out = tmp_path / "tune.json"
     argv = ["--captured", str(d), "--backend", "replay", "--out", str(out),
             "--store", str(ROOT / "data/store/measurements.sqlite"),
-            "--checkpoint", str(ROOT / "models/checkpoint_best.pt"), "--params", str(ROOT / "params.yaml")]
+            "--params", str(ROOT / "params.yaml")]
     assert tune_captured.main(argv) == 1
     flex = json.loads(out.read_text())["workloads"]["flex"]
     assert flex["disagreements"] == {row["kernel"]: [".returned"]}

@@ -5,7 +5,9 @@ checked against what the H200 recorded.
         --store data/store/measurements.sqlite --out reports/tune_captured.json [--backend gpu|replay|auto]
 
 A workload's record is its `tune-parts/` (scripts/gpu_run_capture.sh: one part per kernel, measured side
-by side on the GPU). On replay every recorded kernel is tuned once more: the policy predicts its candidates
+by side on the GPU) and `tune-policy.pt`, the checkpoint whose candidates were measured: the pipeline's own
+policy may since have been retrained (`dvc exp run -S grpo.epochs=...`), and its candidates were never
+measured. On replay every recorded kernel is tuned once more: the policy predicts its candidates
 on this CPU, the store answers each comparison, and the row must equal the record, the predicted
 log-probabilities to LOGP_TOLERANCE (printed to 4 decimals, they differ in the last one between CPU builds
 of torch). Kernels the record lacks (left by a call's budget) are listed, never guessed. A disagreement is
@@ -33,7 +35,6 @@ LOGP_TOLERANCE = 2e-3
 def _arguments(ap) -> None:
     ap.add_argument("--captured", type=Path, default=Path("data/kernels/captured"))
     ap.add_argument("--out", type=Path, default=Path("reports/tune_captured.json"))
-    ap.add_argument("--checkpoint", type=Path, default=Path("models/checkpoint_best.pt"))
     ap.add_argument("--only", help="regex on workload names")
     add_backend_arguments(ap)
 
@@ -51,9 +52,15 @@ def differences(replayed, recorded, path: str = "") -> list[str]:
     return [] if replayed == recorded else [path or "."]
 
 
-def replay_workload(d: Path, backend, policy, cfg) -> dict:
-    """Every kernel of workload folder `d` that its record holds, tuned again and compared with the record."""
+def replay_workload(d: Path, backend, cfg) -> dict:
+    """Every kernel of workload folder `d` that its record holds, tuned again with the record's policy and
+    compared with the record."""
+    from chronos.rl.checkpoint import load_model
     from chronos.tune import float_atomics, tune_one
+
+    if not (d / "tune-policy.pt").is_file():
+        raise ChronosError(f"{d}: a tune record without tune-policy.pt (the checkpoint it was tuned with)")
+    policy = load_model(d / "tune-policy.pt").eval()
 
     records = {p.stem: json.loads(p.read_text()) for p in sorted((d / "tune-parts").glob("*.json"))}
     specs = load_specs(d / "specs.json")
@@ -89,16 +96,13 @@ def db_counts(d: Path) -> dict:
 def _body(args, cfg) -> int:
     import re
 
-    from chronos.rl.checkpoint import load_model
-
-    policy = load_model(args.checkpoint).eval()
     dirs = [d for d in sorted(args.captured.iterdir()) if (d / "tune-parts").is_dir()
             and (not args.only or re.search(args.only, d.name))]
     if not dirs:
         raise ChronosError(f"{args.captured}: no workload has a tune record (tune-parts/)")
     backend = open_backend(args, cfg)
     try:
-        workloads = {d.name: replay_workload(d, backend, policy, cfg) for d in dirs}
+        workloads = {d.name: replay_workload(d, backend, cfg) for d in dirs}
         provenance = {"backend": type(backend).__name__, "measured_with": backend.provenance(),
                       "command": command_line("tune_captured", args.argv)}
     finally:
