@@ -48,3 +48,18 @@ def test_search_section_notes():
                      f"{readme._pct(m['random_median_change'])} |")]
     m = {**METRICS, "oracle_kernels": 0, "oracle_mean_change": None, "oracle_median_change": None}
     assert "| oracle (not measured yet) | 0 | n/a | n/a |" in readme.search_section(m, random_partial=False)
+
+
+def test_captured_section_has_a_row_per_tuned_workload_and_dashes_where_e2e_is_missing():
+    captured = json.loads((R / "captured.json").read_text())
+    lines = readme.captured_section(captured)
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in lines if line.startswith("| ")
+            and not line.startswith(("| workload", "|---"))}
+    assert set(rows) == set(captured["workloads"])
+    flex = captured["workloads"]["flex"]
+    assert f"| {flex['tune']['faster']} | {flex['tune']['unchanged']} |" in rows["flex"]
+    assert f"{flex['e2e']['speedup']['median']:.3f}" in rows["flex"] and rows["flex"].endswith("| True |")
+    assert rows["bert"].endswith("| — | — | — |")
+    untuned = {"workloads": {w: {k: v for k, v in s.items() if k != "tune"} for w, s in
+                             captured["workloads"].items()}}
+    assert readme.captured_section(untuned) == [] and readme.captured_section(None) == []

@@ -210,12 +210,44 @@ def largest_gains_section(table: pd.DataFrame, top: int = 5) -> list[str]:
     return lines
 
 
+def _ratio_ci(r: dict | None) -> str:
+    return f"{r['median']:.3f} ({r['ci95'][0]:.3f}–{r['ci95'][1]:.3f})" if r else "—"
+
+
+TUNE_COUNTS = ("faster", "unchanged", "skipped", "unmeasured", "not_tuned")
+
+
+def captured_section(captured: dict | None) -> list[str]:
+    """The real workloads (issue #13): Triton's share of GPU time, the tune verdicts per kernel (measured side
+    by side on the H200, replayed here from the store) and the end-to-end step time where it was measured."""
+    workloads = (captured or {}).get("workloads") or {}
+    if not any("tune" in w for w in workloads.values()):
+        return []
+    head = ("| workload | kernels | Triton share (train) | faster | unchanged | skipped | unmeasured "
+            "| not tuned | geomean speedup | replayed as recorded | e2e step speedup (95% CI) | A/A "
+            "| outputs bitwise |")
+    lines = ["## Real workloads: captured, tuned, deployed (H200, torch.compile)", "", head,
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for name, w in sorted(workloads.items()):
+        t, e = w.get("tune") or {}, w.get("e2e") or {}
+        share = (w.get("triton_share") or {}).get("train")
+        counts = " | ".join(_count(t, k) for k in TUNE_COUNTS)
+        lines.append(f"| {name} | {w['kernels']} | {_frac(share)} | {counts} | "
+                     f"{_speedup(t.get('time_geomean'))} | {_count(t, 'replayed_as_recorded')} | "
+                     f"{_ratio_ci(e.get('speedup'))} | {_ratio_ci(e.get('aa_control'))} | "
+                     f"{e.get('outputs_equal', '—')} |")
+    note = ("Slower is 0 by construction: a variant deploys only when its whole interval clears min_gain. "
+            "Skipped: float atomics (no bit-exact check is possible). The e2e speedup is stock / tuned step "
+            "time, A/A stock / stock.")
+    return [*lines, "", note]
+
+
 def render_readme(metrics: dict, table: pd.DataFrame, baseline: dict, random_partial: bool,
                   oracle: dict | None = None, triton_search: dict | None = None,
-                  verdicts: dict | None = None) -> str:
+                  verdicts: dict | None = None, captured: dict | None = None) -> str:
     """reports/README.md: the sections present, separated by one blank line."""
     sections = [header(baseline), baseline_section(metrics), search_section(metrics, random_partial, oracle),
                 policy_section(metrics), triton_section(metrics, triton_search, verdicts),
-                confirmed_section(metrics),
+                confirmed_section(metrics), captured_section(captured),
                 largest_gains_section(table)]
     return "\n\n".join("\n".join(s) for s in sections if s) + "\n"

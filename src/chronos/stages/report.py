@@ -76,7 +76,7 @@ def _body(args, cfg) -> None:
     write_json(r / "metrics.json", metrics, indent=1, sort_keys=True)
     partial = bool((x["random_results"] or {}).get("provenance", {}).get("partial", False))
     (r / "README.md").write_text(render_readme(metrics, table, x["baseline"], partial, x["oracle"], search,
-                                               _verdicts(x, cfg)))
+                                               _verdicts(x, cfg), x["captured"]))
     print(f"report: {json.dumps(metrics)}")
 
 
