@@ -9,7 +9,8 @@
 `run` trains exactly as stage grpo does (params.yaml's grpo block with `--set key=value` overrides, the
 split, models/bc.pt, the store and atlas on replay, one thread) but keeps the curves of a run that diverges,
 and adds per epoch the fraction of train / held-out kernels whose greedy decode stops at once
-(train_stop_first, heldout_stop_first; a greedy decode consumes no random numbers, so the run is the stage's).
+(train_stop_first, heldout_stop_first) and the train kernels' mean probability of stop there
+(train_p_stop_first); these read the policy without sampling, so the run is the stage's.
 It writes curves.csv (no wall time, as the stage's) and summary.json (the config, wall time, the divergence
 and collapse epochs and the last epoch's numbers). Nothing in models/ or reports/ is written by `run`.
 """
@@ -23,13 +24,15 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import torch
 
 from chronos import config as chronos_config
+from chronos.actions import STOP
 from chronos.errors import TrainingDivergedError
 from chronos.rl.checkpoint import load_model
-from chronos.rl.decode import greedy_decode
+from chronos.rl.decode import greedy_decode, split_obs
 from chronos.rl.env import TransformEnv
 from chronos.rl.grpo import train_grpo
 from chronos.stages.grpo import load_env_kernels, write_curves
@@ -85,13 +88,27 @@ def run(args) -> int:
             decoded = greedy_decode([env.space(k) for k in kernels], policy, cfg.grpo.max_steps)
             return sum(not d.sequence for d in decoded) / len(kernels)
 
+        def p_stop_first(kernels: list[str]) -> float:
+            """Mean probability of stop at the untransformed kernel (temperature 1)."""
+            with torch.no_grad():
+                obs = torch.from_numpy(np.stack([env.space(k).obs(()) for k in kernels]))
+                return torch.softmax(policy(*split_obs(obs)), -1)[:, STOP].mean().item()
+
+        def measures() -> dict:
+            return {"train_stop_first": stop_first(train), "heldout_stop_first": stop_first(held),
+                    "train_p_stop_first": p_stop_first(train)}
+
         def log(line: str) -> None:
             epoch = int(line.split()[2])
-            stops[epoch] = {"train_stop_first": stop_first(train), "heldout_stop_first": stop_first(held)}
+            stops[epoch] = measures()
+            if args.save_every and epoch % args.save_every == 0:
+                (args.out / "policies").mkdir(parents=True, exist_ok=True)
+                torch.save(policy.state_dict(), args.out / "policies" / f"epoch{epoch:04d}.pt")
             if epoch % 25 == 0 or epoch == cfg.grpo.epochs:
-                print(line, f"stop-first {stops[epoch]['train_stop_first']:.2f}", file=sys.stderr, flush=True)
+                print(line, f"stop-first {stops[epoch]['train_stop_first']:.2f} "
+                      f"p(stop|s0) {stops[epoch]['train_p_stop_first']:.3f}", file=sys.stderr, flush=True)
 
-        stops[0] = {"train_stop_first": stop_first(train), "heldout_stop_first": stop_first(held)}
+        stops[0] = measures()
         t0 = time.perf_counter()
         diverged = None
         try:
@@ -107,7 +124,8 @@ def run(args) -> int:
     write_curves(args.out / "curves.csv", history)
     last = history[-1]
     keep = ("train_mean_change", "heldout_mean_change", "train_mean_log_gain", "heldout_mean_log_gain",
-            "train_distinct", "heldout_distinct", "train_stop_first", "heldout_stop_first", "kl", "clip_frac")
+            "train_distinct", "heldout_distinct", "train_stop_first", "heldout_stop_first",
+            "train_p_stop_first", "kl", "clip_frac")
     summary = {"grpo": dataclasses.asdict(cfg.grpo), "epochs_run": last["epoch"], "wall_s": round(wall, 1),
                "s_per_epoch": round(wall / max(last["epoch"], 1), 3), "diverged": diverged,
                "collapse_epoch": collapse_epoch(history), "best_epoch": last["best_epoch"],
@@ -120,7 +138,7 @@ def run(args) -> int:
 PANELS = (("train_mean_change", "train mean cycle change (%)", 100),
           ("heldout_mean_change", "held-out mean cycle change (%)", 100),
           ("train_stop_first", "train kernels decoded to stop at once (%)", 100),
-          ("train_distinct", "distinct train sequences", 1),
+          ("train_p_stop_first", "mean p(stop) at the untransformed train kernel (%)", 100),
           ("kl", "KL(policy || BC) on the batch", 1),
           ("mean_reward", "mean rollout reward", 1))
 
@@ -134,14 +152,16 @@ def plot(args) -> int:
     fig, axes = plt.subplots(3, 2, figsize=(11, 9), sharex=True)
     for ax, (col, title, scale) in zip(axes.flat, PANELS, strict=True):
         for name, df in runs.items():
-            if col in df:
-                ax.plot(df["epoch"], scale * df[col], label=name, lw=0.8)
+            if col in df and df[col].notna().any():
+                line, = ax.plot(df["epoch"], scale * df[col], label=name, lw=0.8)
+                ax.plot(df["epoch"].iloc[-1], scale * df[col].iloc[-1], "x", color=line.get_color())
         ax.set_title(title, fontsize=9)
         ax.grid(alpha=0.3)
     axes.flat[0].legend(fontsize=8)
     for ax in axes[-1]:
         ax.set_xlabel("epoch (0 = BC warm start)")
-    fig.suptitle("DA-GRPO on replay (gemm_tile, lr 1e-3): greedy decode per epoch", fontsize=10)
+    fig.suptitle("DA-GRPO on replay (gemm_tile, lr 1e-3): greedy decode per epoch; x = a run's last epoch",
+                 fontsize=10)
     fig.tight_layout()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(args.out, dpi=110)
@@ -159,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--kernels", type=Path, default=Path("data/kernels/gemm_tile"))
     r.add_argument("--store", type=Path, default=Path("data/store/measurements.sqlite"))
     r.add_argument("--bc", type=Path, default=Path("models/bc.pt"))
+    r.add_argument("--save-every", type=int, default=0, help="keep the policy's weights every N epochs")
     p = sub.add_parser("plot")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("runs", nargs="+", help="name=curves.csv")

@@ -134,3 +134,15 @@ def test_a_diverged_run_keeps_its_curves():
     with pytest.raises(TrainingDivergedError) as e:
         train_grpo(policy, ref, env, cfg, log=None)
     assert [h["epoch"] for h in e.value.history] == list(range(e.value.epoch))
+
+
+def test_the_training_record_names_the_knob_only_when_it_is_not_the_default():
+    import dataclasses
+
+    from chronos.stages.grpo import args_record
+
+    assert "off_policy_ratio" not in args_record(GRPOConfig(), [])  # the committed records stay as they are
+    assert args_record(GRPOConfig(off_policy_ratio="behaviour"), [])["off_policy_ratio"] == "behaviour"
+    assert list(args_record(GRPOConfig(), [])) == [
+        f.name for f in dataclasses.fields(GRPOConfig) if f.name not in ("off_policy_ratio", "log_interval")
+    ] + ["train_kernels", "heldout_kernels", "log_interval"]
