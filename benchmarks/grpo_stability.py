@@ -151,10 +151,10 @@ def plot(args) -> int:
     runs = {name: pd.read_csv(path) for name, _, path in (s.partition("=") for s in args.runs)}
     fig, axes = plt.subplots(3, 2, figsize=(11, 9), sharex=True)
     for ax, (col, title, scale) in zip(axes.flat, PANELS, strict=True):
-        for name, df in runs.items():
-            if col in df and df[col].notna().any():
-                line, = ax.plot(df["epoch"], scale * df[col], label=name, lw=0.8)
-                ax.plot(df["epoch"].iloc[-1], scale * df[col].iloc[-1], "x", color=line.get_color())
+        for i, (name, df) in enumerate(runs.items()):
+            if col in df and df[col].notna().any():  # one colour per run in every panel
+                ax.plot(df["epoch"], scale * df[col], label=name, lw=0.8, color=f"C{i}")
+                ax.plot(df["epoch"].iloc[-1], scale * df[col].iloc[-1], "x", color=f"C{i}")
         ax.set_title(title, fontsize=9)
         ax.grid(alpha=0.3)
     axes.flat[0].legend(fontsize=8)

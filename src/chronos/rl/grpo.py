@@ -18,11 +18,12 @@ Choices the seed leaves open, made here:
     `off_policy_ratio: behaviour` takes the collection procedure's probability as "old" for those decisions
     instead: 1 for a forced first step and for every decision of the greedy anchor (so ratio = pi_theta(a):
     each is weighted by how likely the policy is to take it, the policy gradient of an enumerated action),
-    the reference's at the epoch's temperature for a sampled anchor. With "current" every forced first step
-    carries the full weight of an on-policy sample whatever its probability, and at the first state no
-    rollout ever takes stop (anchor and forced steps are transforms), so forced steps with negative advantage
-    lift stop's logit by pi(stop) * their summed advantage with nothing to push it back: a push that grows
-    with pi(stop) itself, the late collapse to stop of #6 (reports/grpo_stability/README.md).
+    the reference's at the epoch's temperature for a sampled anchor. With "current" a forced step with
+    negative advantage is pushed down at full strength every epoch however improbable it already is (and
+    lifts every other action, stop included, which no rollout takes at the first state): the first state's
+    log-probs run away (-12 under BC, ~-40,000 by epoch 250 at lr 1e-3), the softmax saturates, the greedy
+    decode collapses (to stop in #6) and the run diverges; "behaviour" weighs each by pi_theta(a), and PPO's
+    min gives a negative one with pi < 1 - eps no gradient (reports/grpo_stability/README.md).
   * KL is exact over the 21 masked actions at every visited state (cheap here), not a sampled estimator.
   * Dropout is off throughout (rollouts and updates) so that ratios are not dropout noise.
   * `update_iters` gradient steps per epoch batch (the clip only acts from the second).
