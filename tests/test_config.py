@@ -83,6 +83,8 @@ def test_misspelt_key_is_rejected_naming_it(tmp_path, text, key):
     ("search:\n  greedy:\n    families: gemm_tile\n", "search.greedy.families"),
     ("grpo:\n  forced_step_in_loss: 1\n", "grpo.forced_step_in_loss"),
     ("grpo:\n  temperature_schedule: zigzag\n", "grpo.temperature_schedule"),
+    ("grpo:\n  off_policy_ratio: old\n", "grpo.off_policy_ratio"),
+    ("grpo:\n  anchor: best\n", "grpo.anchor"),
     ("measure:\n  backend: cuda\n", "measure.backend"),
     ("measure: [1, 2]\n", "measure"),
 ])

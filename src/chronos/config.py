@@ -126,6 +126,8 @@ class GRPOConfig:
     anchor: str = "greedy"
     """greedy: the reference's greedy rollout is the anchor; sample: it is sampled."""
     forced_step_in_loss: bool = True
+    off_policy_ratio: str = "current"
+    """"Old" prob. of forced first steps and anchor steps: current (policy's) | behaviour (1 if fixed)."""
     max_steps: int = EnvConfig.max_steps
     step_cost: float = EnvConfig.step_cost
     invalid_penalty: float = EnvConfig.invalid_penalty
@@ -139,10 +141,11 @@ class GRPOConfig:
         _check(self.group_size >= 2, "grpo.group_size", f"must be >= 2, got {self.group_size}")
         _check(self.lr > 0, "grpo.lr", f"must be > 0, got {self.lr}")
         _check(self.update_iters >= 1, "grpo.update_iters", f"must be >= 1, got {self.update_iters}")
-        _check(self.temperature_schedule in TEMPERATURE_SCHEDULES, "grpo.temperature_schedule",
-               f"must be one of {TEMPERATURE_SCHEDULES}, got {self.temperature_schedule!r}")
-        _check(self.anchor in ("greedy", "sample"), "grpo.anchor",
-               f"must be greedy or sample, got {self.anchor!r}")
+        choices = {"temperature_schedule": TEMPERATURE_SCHEDULES, "anchor": ("greedy", "sample"),
+                   "off_policy_ratio": ("current", "behaviour")}
+        for key, allowed in choices.items():
+            value = getattr(self, key)
+            _check(value in allowed, f"grpo.{key}", f"must be one of {allowed}, got {value!r}")
         _check(self.max_steps >= 1, "grpo.max_steps", f"must be >= 1, got {self.max_steps}")
         _check(self.log_interval >= 0, "grpo.log_interval", f"must be >= 0, got {self.log_interval}")
 
@@ -353,11 +356,8 @@ def _coerce(value, hint, key: str):
 
 
 def build(cls, block, where: str = ""):
-    """An instance of the config dataclass `cls` from a mapping; unknown keys and wrong types fail
-    naming the key."""
-    prefix = f"{where}." if where else ""
-    if block is None:
-        block = {}
+    """The config dataclass `cls` built from a mapping; unknown keys and wrong types fail naming the key."""
+    prefix, block = (f"{where}." if where else ""), ({} if block is None else block)
     _check(isinstance(block, dict), where or "params", f"must be a mapping, got {type(block).__name__}")
     hints = typing.get_type_hints(cls)
     names = [f.name for f in dataclasses.fields(cls)]

@@ -88,6 +88,7 @@ class TrainingDivergedError(ChronosError):
         super().__init__(f"GRPO diverged at epoch {epoch}: {what}; lower grpo.lr or grpo.update_iters "
                          "(params.yaml) and rerun", repro="dvc exp run -S grpo.lr=0.0003")
         self.epoch = epoch
+        self.history: list[dict] = []  # train_grpo fills in the per-epoch rows before the divergence
 
 
 class PoolError(MeasureError):

@@ -15,6 +15,15 @@ Choices the seed leaves open, made here:
     first steps were not sampled by it, but they enter the loss with the same ratio pi_theta / pi_old, so the
     clip bounds how far one epoch moves even an off-policy action (`forced_step_in_loss=False` drops the
     forced first step from the loss instead). Temperature only shapes sampling, not the loss.
+    `off_policy_ratio: behaviour` takes the collection procedure's probability as "old" for those decisions
+    instead: 1 for a forced first step and for every decision of the greedy anchor (so ratio = pi_theta(a):
+    each is weighted by how likely the policy is to take it, the policy gradient of an enumerated action),
+    the reference's at the epoch's temperature for a sampled anchor. With "current" a forced step with
+    negative advantage is pushed down at full strength every epoch however improbable it already is (and
+    lifts every other action, stop included, which no rollout takes at the first state): the first state's
+    log-probs run away (-12 under BC, ~-40,000 by epoch 250 at lr 1e-3), the softmax saturates, the greedy
+    decode collapses (to stop in #6) and the run diverges; "behaviour" weighs each by pi_theta(a), and PPO's
+    min gives a negative one with pi < 1 - eps no gradient (reports/grpo_stability/README.md).
   * KL is exact over the 21 masked actions at every visited state (cheap here), not a sampled estimator.
   * Dropout is off throughout (rollouts and updates) so that ratios are not dropout noise.
   * `update_iters` gradient steps per epoch batch (the clip only acts from the second).
@@ -219,11 +228,36 @@ def collect_groups(env: TransformEnv, policy: TransformPolicy, reference: Transf
     return groups
 
 
+# What drew a decision: the current policy, nothing (fixed in advance: a forced first step, the greedy
+# anchor's), or the reference at the epoch's temperature (a sampled anchor's).
+POLICY, FIXED, REFERENCE = 0, 1, 2
+
+
+def drawn_by(r: Rollout, t: int, anchor: str) -> int:
+    """What drew decision `t` of training rollout `r` (POLICY, FIXED or REFERENCE)."""
+    if r.mode == "forced" and t == 0:
+        return FIXED
+    if r.mode == "anchor":
+        return FIXED if anchor == "greedy" else REFERENCE
+    return POLICY
+
+
+def behaviour_logp(old_logp: torch.Tensor, ref_logits: torch.Tensor, actions: torch.Tensor,
+                   drawn: torch.Tensor, temp: float) -> torch.Tensor:
+    """The collection procedure's log-probability of each decision (`off_policy_ratio: behaviour`): 0 for a
+    fixed one, the reference's at `temp` for a sampled anchor's, `old_logp` (the current policy's) for the
+    rest."""
+    ref_t = torch.log_softmax(ref_logits / temp, -1).gather(1, actions[:, None]).squeeze(1)
+    return torch.where(drawn == FIXED, torch.zeros_like(old_logp),
+                       torch.where(drawn == REFERENCE, ref_t, old_logp))
+
+
 def decision_batch(env: TransformEnv, groups: list[list[Rollout]], policy: TransformPolicy,
-                   reference: TransformPolicy, forced_step_in_loss: bool) -> DecisionBatch:
+                   reference: TransformPolicy, forced_step_in_loss: bool, off_policy_ratio: str = "current",
+                   anchor: str = "greedy", temp: float = 1.0) -> DecisionBatch:
     """Each decision with its rollout's advantage, and the old and reference log-probabilities."""
     adv = advantages([[r.reward for r in g] for g in groups])
-    obs, acts, advs = [], [], []
+    obs, acts, advs, drawn = [], [], [], []
     for g, ag in zip(groups, adv, strict=True):
         for r, a in zip(g, ag, strict=True):
             for t, (key, act) in enumerate(zip(r.states, r.actions, strict=True)):
@@ -232,11 +266,15 @@ def decision_batch(env: TransformEnv, groups: list[list[Rollout]], policy: Trans
                 obs.append(env.space(r.kernel).obs(key))
                 acts.append(act)
                 advs.append(a)
+                drawn.append(drawn_by(r, t, anchor))
     obs_t = torch.from_numpy(np.stack(obs))
     acts_t = torch.tensor(acts)
     with torch.no_grad():
         old_logp = torch.log_softmax(policy(*split_obs(obs_t)), -1).gather(1, acts_t[:, None]).squeeze(1)
-        ref_logp_all = torch.log_softmax(reference(*split_obs(obs_t)), -1)
+        ref_logits = reference(*split_obs(obs_t))
+        ref_logp_all = torch.log_softmax(ref_logits, -1)
+        if off_policy_ratio == "behaviour":
+            old_logp = behaviour_logp(old_logp, ref_logits, acts_t, torch.tensor(drawn), temp)
     return DecisionBatch(obs_t, acts_t, torch.tensor(advs, dtype=torch.float32), old_logp, ref_logp_all)
 
 
@@ -318,8 +356,13 @@ def train_grpo(policy: TransformPolicy, reference: TransformPolicy, env: Transfo
     for epoch in progress(range(1, cfg.epochs + 1), desc="grpo", unit="epoch"):
         temp = temperature(cfg, epoch)
         groups = collect_groups(env, policy, reference, train, cfg, temp, rng, gen)
-        stats = update(policy, opt, decision_batch(env, groups, policy, reference, cfg.forced_step_in_loss),
-                       cfg, epoch)
+        batch = decision_batch(env, groups, policy, reference, cfg.forced_step_in_loss, cfg.off_policy_ratio,
+                               cfg.anchor, temp)
+        try:
+            stats = update(policy, opt, batch, cfg, epoch)
+        except TrainingDivergedError as e:
+            e.history = history  # the curves up to the last finite epoch, for a caller that keeps them
+            raise
         row = {"epoch": epoch, "temperature": temp, **stats,
                "mean_reward": float(np.mean([r.reward for g in groups for r in g])),
                "anchor_reward": float(np.mean([g[0].reward for g in groups])),

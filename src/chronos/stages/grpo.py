@@ -34,6 +34,8 @@ def args_record(cfg, heldout: list[str]) -> dict:
     """The settings as training_result.json has always recorded them (the split before log_interval)."""
     d = dataclasses.asdict(cfg)
     log_interval = d.pop("log_interval")
+    if d["off_policy_ratio"] == "current":  # recorded only when set otherwise: the committed records stay
+        del d["off_policy_ratio"]
     return {**d, "train_kernels": None, "heldout_kernels": heldout, "log_interval": log_interval}
 
 
