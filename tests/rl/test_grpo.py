@@ -143,7 +143,7 @@ def test_bc_and_grpo_stages_end_to_end(tmp_path, monkeypatch):
     assert len((t / "curves.csv").read_text().splitlines()) == 1 + 4  # header + epochs 0..3
 
 
-def test_a_diverging_run_stops_with_a_clear_error():
+def test_a_diverging_run_stops_with_a_clear_error_and_keeps_its_curves():
     from chronos.errors import TrainingDivergedError
 
     env = TransformEnv(kernels((4, 6, 4), (2, 2, 2)), StandInBackend())
@@ -151,8 +151,9 @@ def test_a_diverging_run_stops_with_a_clear_error():
     policy, ref = TransformPolicy(), TransformPolicy()
     ref.load_state_dict(policy.state_dict())
     cfg = GRPOConfig(epochs=20, lr=1e30, update_iters=4, max_grad_norm=0.0, log_interval=0)
-    with pytest.raises(TrainingDivergedError, match="lower grpo.lr"):
+    with pytest.raises(TrainingDivergedError, match="lower grpo.lr") as e:
         train_grpo(policy, ref, env, cfg, log=None)
+    assert [h["epoch"] for h in e.value.history] == list(range(e.value.epoch))  # the curves up to it
 
 
 def test_kernel_split_and_env_settings_are_checked():
