@@ -58,6 +58,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from chronos.errors import NotApplicable
+from chronos.loop_trips import back_edges
 from chronos.ptx.ir import (
     Directive,
     Function,
@@ -105,12 +106,6 @@ def named_labels(fn: Function) -> set[str]:
     return (named & labels) | {name for name in labels if name in texts}
 
 
-def _branch_target(ins: Instruction) -> str | None:
-    if ins.op != "bra":
-        return None
-    return next((o.name for o in ins.operands if isinstance(o, Sym)), None)
-
-
 def _refusal(body: list[Statement], loop: Loop, named: set[str]) -> str | None:
     """Why this backward branch's loop cannot be unrolled, or None."""
     if body[loop.branch].pred is None:
@@ -141,20 +136,16 @@ def _refusal(body: list[Statement], loop: Loop, named: set[str]) -> str | None:
 def single_block_loops(fn: Function) -> tuple[list[Loop], list[str]]:
     """The function's unrollable loops in layout order, and why each other backward branch's loop is not."""
     body = fn.body or []
-    position: dict[str, int] = {}
+    edges = back_edges(fn)
+    named = named_labels(fn) if edges else set()
     loops, refused = [], []
-    named = None
-    for i, s in enumerate(body):
-        if isinstance(s, Label):
-            position[s.name] = i
-        elif isinstance(s, Instruction) and _branch_target(s) in position:
-            named = named_labels(fn) if named is None else named
-            loop = Loop(position[_branch_target(s)], i)
-            reason = _refusal(body, loop, named)
-            if reason is None:
-                loops.append(loop)
-            else:
-                refused.append(f"the loop at {_branch_target(s)}: {reason}")
+    for edge in edges:
+        loop = Loop(edge.head, edge.branch)
+        reason = _refusal(body, loop, named)
+        if reason is None:
+            loops.append(loop)
+        else:
+            refused.append(f"the loop at {body[edge.head].name}: {reason}")
     return loops, refused
 
 
