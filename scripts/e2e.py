@@ -223,6 +223,10 @@ def run(args: argparse.Namespace) -> dict:
     def ratios(num: str, den: str) -> dict:
         return summarize([a / b for a, b in zip(step[num], step[den], strict=True)])
 
+    def phase_ratios(num: str, den: str) -> dict:
+        return {p: summarize([a[p] / b[p] for a, b in zip(times[num], times[den], strict=True)])
+                for p in phases}
+
     result = {
         "workload": args.workload, "db": str(args.db), "steps": steps, "rounds": args.rounds,
         "compile_and_warm_s": round(compile_s, 1), "hook": warm["tuned"]["hook"],
@@ -234,10 +238,8 @@ def run(args: argparse.Namespace) -> dict:
         "within_stock_spread": {p: spread(keep, p) for p in unstable},
         "speedup": ratios("stock_a", "tuned"), "aa_control": ratios("stock_a", "stock_b"),
         "hook_cost": ratios("stock_a", "hooked"), "swap_effect": ratios("hooked", "tuned"),
-        "per_phase": {p: summarize([a[p] / t[p] for a, t in zip(times["stock_a"], times["tuned"],
-                                                                   strict=True)]) for p in phases},
-        "per_phase_hook_cost": {p: summarize([a[p] / h[p] for a, h in zip(times["stock_a"], times["hooked"],
-                                                                            strict=True)]) for p in phases},
+        "per_phase": phase_ratios("stock_a", "tuned"),
+        "per_phase_hook_cost": phase_ratios("stock_a", "hooked"),
         "step_s": {role: sorted(v)[len(v) // 2] for role, v in step.items()},
         "times": times,
     }

@@ -19,6 +19,7 @@ the record, and `db` says how many entries it holds.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -94,8 +95,6 @@ def db_counts(d: Path) -> dict:
 
 
 def _body(args, cfg) -> int:
-    import re
-
     dirs = [d for d in sorted(args.captured.iterdir()) if (d / "tune-parts").is_dir()
             and (not args.only or re.search(args.only, d.name))]
     if not dirs:

@@ -114,7 +114,7 @@ class TunedKey:
 
     def key(self) -> str:
         """sha256 of the fields as sorted JSON: the lookup key."""
-        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()
+        return _digest(asdict(self))
 
     def code_key(self) -> str:
         """The lookup key without `triton_hash`: the stock PTX's identity stands for the code instead. Triton
@@ -123,14 +123,16 @@ class TunedKey:
         TRITON_PTXAS_PATH at torch's ptxas only after that in a process that compiles in place, but before it
         in its compile workers. The same kernel, byte-identical PTX, got another hash when the H200's e2e run
         compiled it in place than when capture's workers did (2026-12-02, flex triton_poi_fused_zeros_1)."""
-        d = asdict(self)
-        d.pop("triton_hash")
-        return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()
+        return _digest({k: v for k, v in asdict(self).items() if k != "triton_hash"})
 
     def differences(self, other: TunedKey) -> dict[str, tuple[str, str]]:
         """field -> (self's value, other's value) for each field that differs: why a lookup missed."""
         return {f.name: (getattr(self, f.name), getattr(other, f.name)) for f in fields(self)
                 if getattr(self, f.name) != getattr(other, f.name)}
+
+
+def _digest(fields_: dict) -> str:
+    return hashlib.sha256(json.dumps(fields_, sort_keys=True).encode()).hexdigest()
 
 
 def make_key(triton_hash: str, stock_ptx: str, kernel: str, *, gpu: str, driver: str, ptxas: str) -> TunedKey:
