@@ -3,7 +3,9 @@
 #   capture   chronos capture of each workload in WORKLOADS (scripts/workloads.py, --profile: Triton's share
 #             of GPU time) into data/kernels/captured/<w>; CAP_TIMEOUT seconds each
 #   tune      chronos tune of each captured workload (gpu backend, Triton's ptxas), TUNE_BUDGET seconds each
-#             at most, less when the call's DEADLINE (seconds from the start) would not leave E2E_RESERVE
+#             at most, less when the call's DEADLINE (seconds from the start) would not leave E2E_RESERVE;
+#             TUNE_EXTRA: more tune flags (--retry-invalid: kernels whose part file was removed and whose stored
+#             comparison has an invalid baseline are measured again)
 #   e2e       scripts/e2e.py on each workload in E2E_WORKLOADS that has a tuned DB: step time stock vs tuned,
 #             side by side, outputs compared bitwise -> data/kernels/captured/<w>/e2e.json (SKIP_DONE=1: not
 #             where that file exists, i.e. a call that finishes what an earlier one left)
@@ -22,7 +24,8 @@ E2E_WORKLOADS=${E2E_WORKLOADS:-flex}; DEADLINE=${DEADLINE:-100000}; E2E_RESERVE=
 LOGS=logs_$TAG; mkdir -p $LOGS; SUMMARY=$OUT/summary_$TAG.txt
 { date -u; nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,temperature.gpu --format=csv;
   nproc; $CHRONOS_PTXAS --version | tail -2;
-  python3 -c 'import pycuda, triton, torch, transformers; print("pycuda", pycuda.VERSION_TEXT, "triton", triton.__version__, "torch", torch.__version__, "transformers", transformers.__version__)'; } \
+  python3 -c 'import pycuda, triton, torch, transformers; print("pycuda", pycuda.VERSION_TEXT, "triton", triton.__version__, "torch", torch.__version__, "transformers", transformers.__version__)';
+  python3 -c 'import tokenizers; print("tokenizers", tokenizers.__version__, tokenizers.__file__)'; } \
   > "$LOGS/provenance.txt" 2>&1
 cp "$LOGS/provenance.txt" "$OUT/provenance_$TAG.txt"
 STORE=data/store/measurements.sqlite
@@ -62,7 +65,7 @@ print(json.dumps(d, indent=1))" > $d/profile.json ;;
         # tune goes on with that one
         [ -f $d/tune-policy.pt ] || cp models/checkpoint_best.pt $d/tune-policy.pt
         timeout $((budget + 90)) python3 -m chronos.cli tune $d --backend gpu --ptxas triton "${order[@]}" \
-          --checkpoint $d/tune-policy.pt --budget $budget --db $d/tuned.sqlite > "$LOGS/tune_$w.log" 2>&1
+          --checkpoint $d/tune-policy.pt --budget $budget ${TUNE_EXTRA:-} --db $d/tuned.sqlite > "$LOGS/tune_$w.log" 2>&1
         echo "tune $w (budget $budget s): exit $?" | tee -a $SUMMARY; tail -2 "$LOGS/tune_$w.log" | tee -a $SUMMARY ;;
       e2e)
         # the DB is not kept in git: written from the committed parts where this call did not tune

@@ -43,6 +43,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--order-by", type=Path, metavar="PROFILE.json",
                    help="tune the kernels with the most GPU time first (a workload profile with per-phase "
                         "'triton_kernels_us' by entry name, as scripts/workloads.py --profile writes)")
+    p.add_argument("--retry-invalid", action="store_true",
+                   help="(gpu) measure again a kernel whose stored comparison has an invalid baseline; with "
+                        "its part file removed, so that it is tuned again")
     p.add_argument("--merge-only", action="store_true", help="only write --db from existing parts")
     p.add_argument("--backend", choices=("gpu", "replay", "auto"), default="auto")
     p.add_argument("--store", type=Path, default=Path("data/store/measurements.sqlite"))
@@ -130,6 +133,8 @@ def tune_kernels(args: argparse.Namespace, parts: Path) -> dict:
     t0, counts = time.perf_counter(), {"done": 0, "failed": 0, "skipped": 0, "left": []}
     parts.mkdir(parents=True, exist_ok=True)
     kw = {"ptxas": _ptxas(args.ptxas, args.dir)} if args.ptxas else {}
+    if args.retry_invalid and args.backend != "replay":
+        kw["retry_invalid"] = True
     with backend_with_atlas(args.backend, args.store, cfg.measure, **kw) as backend:
         for spec in progress(todo, desc="tune", unit="kernel"):
             if args.budget is not None and time.perf_counter() - t0 > args.budget:

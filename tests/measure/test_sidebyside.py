@@ -84,3 +84,26 @@ def test_a_worker_fault_marks_the_contender_that_faults_and_the_run_goes_on(tmp_
     assert [c.valid for c in cmp.contenders] == [True, True, False]
     assert cmp.contenders[2].reason == "fault:CUDA_ERROR_LAUNCH_FAILED" and cmp.contenders[1].event_ms
     assert [c.valid for c in ok.contenders] == [True, True, True, False]
+
+
+def test_retry_invalid_measures_again_a_comparison_whose_baseline_was_invalid(tmp_path, ptxas):
+    """A stored comparison that measured nothing (its baseline invalid, e.g. a worker error) is answered as
+    stored, unless the backend has retry_invalid: then it is measured again and replay answers the new one."""
+    from chronos.measure.comparison import contenders_key
+
+    spec, vs = _contenders()
+    vs = vs[:3]
+    th = TIMING.timing_hash(MeasureConfig(watchdog_s=10).config_hash())
+    dead = {"kernel": spec.kernel, "primary": "event", "probe_ms": None, "flush_graph_ms": None,
+            "contenders": [{"actions": list(v.actions), "ptx_sha256": v.ptx_sha256, "valid": False,
+                            "reason": "worker_error", "log": "stand-in"} for v in vs]}
+    db = Store(tmp_path / "m.sqlite")
+    db.insert_comparison(spec.kernel, contenders_key([v.ptx_sha256 for v in vs]), th,
+                         {"gpu": "FakeGPU", "driver": "0.0 (CUDA 0.0)", "ptxas": "x"}, dead)
+    db.close()
+    for retry, valid in ((False, False), (True, True)):
+        with GpuBackend(tmp_path / "m.sqlite", MeasureConfig(watchdog_s=10), ptxas=str(ptxas),
+                        worker_argv=(sys.executable, FAKE, "ok"), retry_invalid=retry) as be:
+            assert be.compare(spec, vs, TIMING).baseline.valid is valid
+    with ReplayBackend(tmp_path / "m.sqlite", MeasureConfig(watchdog_s=10)) as rb:
+        assert [c.valid for c in rb.compare(spec, vs, TIMING).contenders] == [True, True, True]

@@ -5,7 +5,8 @@
 variants[0] must be the baseline: its cubin is the verification reference and it is timed again as
 contender 0 in the same rounds. On the GPU the contenders are compiled on the ptxas pool, sent to one worker
 as one job (chronos.measure.timing.compare) and the answer is stored, keyed by the contenders' PTX hashes in
-order and the timing config; a stored comparison is not measured again (runs resume). A fault in a worker
+order and the timing config; a stored comparison is not measured again (runs resume), except one whose
+baseline was invalid when the backend has `retry_invalid`. A fault in a worker
 loses the job, not the run: each challenger is then tried alone beside the baseline, the ones that fault are
 marked `fault:<CUDA error>` and the rest are compared again together.
 """
@@ -49,7 +50,11 @@ def gpu_compare(backend, spec: KernelSpec, variants: list[Variant], timing: Timi
     prov = backend.provenance()
     hit = backend.store.latest_comparison(spec.kernel, key, th, gpu=prov["gpu"])
     if hit is not None:
-        return Comparison.from_json({**hit[0], "provenance": hit[1]})
+        cmp = Comparison.from_json({**hit[0], "provenance": hit[1]})
+        # retry_invalid: a comparison whose baseline was invalid measured nothing; measure it again (the
+        # newest record is the one replay answers with)
+        if cmp.baseline.valid or not backend.retry_invalid:
+            return cmp
     futs = {}
     for v in variants:  # copies of one PTX (the A/A test) compile once
         if v.ptx_sha256 not in futs:
