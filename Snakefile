@@ -43,6 +43,7 @@ rule all:
         "reports/aa.json",
         "reports/tune_captured.json",
         "reports/captured.json",
+        "reports/headroom.json",
         "reports/predictions.json",
         "reports/baseline.json",
         GREEDY_PARTS,

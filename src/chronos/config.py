@@ -18,7 +18,7 @@ from pathlib import Path
 
 import yaml
 
-from chronos.config_timing import TimingConfig
+from chronos.config_timing import HeadroomConfig, TimingConfig
 from chronos.config_timing import check as _check
 from chronos.errors import ConfigError
 
@@ -288,6 +288,7 @@ class SearchConfig:
     random: RandomSearchConfig = field(default_factory=RandomSearchConfig)
     atlas: AtlasSearchConfig = field(default_factory=AtlasSearchConfig)
     triton: TritonSearchConfig = field(default_factory=TritonSearchConfig)
+    headroom: HeadroomConfig = field(default_factory=HeadroomConfig)
 
 
 @dataclass(frozen=True)
@@ -387,9 +388,8 @@ class _StrictLoader(yaml.SafeLoader):
 
 def load(path: str | Path = "params.yaml") -> Config:
     """params.yaml → Config. The only yaml load of the project's configuration."""
-    path = Path(path)
     try:
-        raw = yaml.load(path.read_text(), Loader=_StrictLoader)
+        raw = yaml.load((path := Path(path)).read_text(), Loader=_StrictLoader)
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such params file") from None
     except yaml.YAMLError as e:

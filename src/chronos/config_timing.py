@@ -87,3 +87,24 @@ class TimingConfig:
 
     def to_json(self) -> dict:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class HeadroomConfig:
+    """Stage headroom (#14): greedy in wall time over an action space on real kernels, per family the kernels
+    that take the most GPU time first (a captured workload's profile; else the specs' order), under a
+    device-time budget. A family is a folder under data/kernels with a specs.json."""
+
+    families: tuple[str, ...] = ("captured/llama", "captured/gpt2", "captured/bert", "captured/flex",
+                                 "triton_llm")
+    space: str = "v2"
+    per_family: int = 4
+    budget_s: float = 300.0
+    """(gpu) no new kernel starts after this many seconds; the rest waits for the next run."""
+    peak_gb_s: float = 4800.0
+    """DRAM bandwidth of the GPU the roofline fraction is taken against (H200: 4.8 TB/s)."""
+
+    def __post_init__(self) -> None:
+        check(self.space in ("seed", "v2"), "search.headroom.space", f"must be seed or v2: {self.space!r}")
+        check(self.per_family >= 1, "search.headroom.per_family", f"must be >= 1, got {self.per_family}")
+        check(self.peak_gb_s > 0, "search.headroom.peak_gb_s", f"must be > 0, got {self.peak_gb_s}")

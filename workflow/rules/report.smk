@@ -40,6 +40,49 @@ rule tune_captured:
         " --store data/store/measurements.sqlite --out reports/tune_captured.json"
 
 
+# Where real kernels have headroom (issue #14): greedy in time over the v2 space; on a GPU measured (and
+# recorded in data/headroom/), else replayed from the store and checked against that record.
+rule headroom:
+    input:
+        "data/headroom",
+        "data/kernels/captured",
+        "data/kernels/triton_llm",
+        "data/store/measurements.sqlite",
+        "data/store/atlas.sqlite",
+        "src/chronos/actions.py",
+        "src/chronos/config.py",
+        "src/chronos/config_timing.py",
+        "src/chronos/errors.py",
+        "src/chronos/features.py",
+        "src/chronos/features_v2.py",
+        "src/chronos/gpu.py",
+        "src/chronos/kernels",
+        "src/chronos/loop_trips.py",
+        "src/chronos/measure",
+        "src/chronos/optimize_time.py",
+        "src/chronos/progress.py",
+        "src/chronos/ptx",
+        "src/chronos/rl",
+        "src/chronos/sass.py",
+        "src/chronos/search",
+        "src/chronos/stages/__init__.py",
+        "src/chronos/stages/common.py",
+        "src/chronos/stages/headroom.py",
+        "src/chronos/stages/measuring.py",
+        "src/chronos/toolchain.py",
+        "src/chronos/transforms",
+        "src/chronos/triton",
+        "src/chronos/tune.py",
+        "src/chronos/variant.py",
+    output:
+        "reports/headroom.json",
+    params:
+        tracked=tracked_params("measure", "search.greedy", "search.headroom", "timing"),
+    shell:
+        "python -m chronos.stages.headroom --params params.yaml --kernels data/kernels --parts data/headroom"
+        " --store data/store/measurements.sqlite --out reports/headroom.json --backend replay"
+
+
 # The real-workload corpus (issue #13) summarised from its committed H200 records; nothing is measured.
 rule captured:
     input:

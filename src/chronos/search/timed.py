@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from chronos.actions import get_action_history, get_action_mask
+from chronos.actions import SEED, ActionSpace, get_action_history, get_action_mask
 from chronos.config import GreedySearchConfig
 from chronos.config_timing import TimingConfig
 from chronos.errors import SearchError
@@ -98,13 +98,15 @@ class TimedEvaluator:
         return cmp, idx
 
 
-def greedy_in_time(ev: TimedEvaluator, cfg: GreedySearchConfig) -> TimedSearch:
+def greedy_in_time(ev: TimedEvaluator, cfg: GreedySearchConfig, space: ActionSpace = SEED) -> TimedSearch:
+    """Greedy over `space`'s legal one-action extensions (the seed's 20 by default; chronos.stages.headroom
+    searches v2's)."""
     applied: tuple[str, ...] = ()
     module = ev.root
     trace, demos = [], []
     cmp = None
     for step in range(cfg.max_steps):
-        legal = legal_actions(module)
+        legal = legal_actions(module, space=space)
         cmp, idx = ev.compare([applied, *[(*applied, a) for a in legal]])
         if not cmp.baseline.valid:
             raise SearchError(f"{ev.spec.kernel}: the baseline itself is invalid ({cmp.baseline.reason})")
@@ -116,8 +118,8 @@ def greedy_in_time(ev: TimedEvaluator, cfg: GreedySearchConfig) -> TimedSearch:
         faster = [r for r in rows if r.get("verdict") == FASTER]
         best = min(faster, key=lambda r: r["ratio"]) if faster else None
         state = {"kernel": ev.spec.kernel, "step": step, "applied": list(applied),
-                 "features": extract_features(module), "mask": get_action_mask(applied, legal),
-                 "history": get_action_history(applied)}
+                 "features": extract_features(module), "mask": get_action_mask(applied, legal, space),
+                 "history": get_action_history(applied, space)}
         chosen = best["action"] if best else "stop"
         trace.append({"step": step, "incumbent": time_row(cmp, inc, ev.timing, ev.min_gain),
                       "primary": cmp.primary, "candidates": rows, "chosen": chosen})

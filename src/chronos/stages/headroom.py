@@ -1,0 +1,183 @@
+"""Stage `headroom` (#14): where real kernels have headroom. Greedy in wall time (chronos.search.timed) over
+an action space (v2 by default) on the kernels of real workloads and the LLM-size suite: every step measures
+the incumbent and every legal one-action extension side by side, bit-exact verified, so step 0 alone is a
+census of what each single action does to each kernel.
+
+    python -m chronos.stages.headroom --params params.yaml --kernels data/kernels --parts data/headroom \
+        --out reports/headroom.json [--backend gpu|replay] [--budget S]
+
+Reads `search.headroom` (families, space, per_family, budget_s, peak_gb_s), `search.greedy` and `timing`.
+Per family the `per_family` kernels with the most GPU time in the workload's profile come first (a family
+without a profile: the specs' order). With the gpu backend each kernel's search is written to
+`<parts>/<family>/<kernel>.json` as it ends (resumable; no kernel starts after the budget). With replay,
+every kernel that has a part is searched again from the store and must choose as recorded; a kernel
+without a part is `not_measured`. The report gives per kernel its roofline fraction (bytes of its buffers
+over its time, against peak_gb_s: a bound, since a kernel may touch less than its buffers), the gain found
+with its interval, and the action family (conflict group) that gave it; per family how often its best
+single action beat the baseline.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from chronos.actions import resolve_space
+from chronos.errors import ChronosError
+from chronos.kernels.spec import load_module
+from chronos.measure.backend import ReplayBackend
+from chronos.measure.verdicts import FASTER, geomean
+from chronos.search.runs import kernels_of
+from chronos.search.timed import TimedEvaluator, greedy_in_time
+from chronos.stages.common import command_line, run_stage, write_json
+from chronos.stages.measuring import add_backend_arguments, open_backend
+from chronos.tune import by_gpu_time
+
+
+def _arguments(ap) -> None:
+    ap.add_argument("--kernels", type=Path, default=Path("data/kernels"))
+    ap.add_argument("--parts", type=Path, default=Path("data/headroom"))
+    ap.add_argument("--out", type=Path, default=Path("reports/headroom.json"))
+    ap.add_argument("--budget", type=float, help="(gpu) seconds; default search.headroom.budget_s")
+    add_backend_arguments(ap)
+
+
+def selected(kernels: Path, family: str, per_family: int) -> list[tuple[Path, object]]:
+    """(specs.json, spec) of `per_family` kernels of a family, one launch signature per entry: with a
+    profile the most GPU time first, else spread evenly over the specs (the suites list one family's
+    sizes together)."""
+    found = [(sj, spec) for _, sj, spec in kernels_of(kernels, [family])]
+    profile = kernels / family / "profile.json"
+    if profile.is_file():
+        order = by_gpu_time([s for _, s in found], json.loads(profile.read_text()))
+        found = [(found[0][0], s) for s in order]
+    else:
+        found = found[:: max(1, len(found) // per_family)]
+    entries: set[str] = set()
+    once = [(sj, s) for sj, s in found if not (s.entry in entries or entries.add(s.entry))]
+    return once[:per_family]
+
+
+def bytes_moved(spec) -> int:
+    """Bytes of the kernel's buffers: inputs read once, outputs written once, in-place ones both."""
+    return sum(a.nbytes * (2 if a.role == "inout" else 1) for a in spec.args if a.kind == "buffer")
+
+
+def kernel_row(family: str, spec, search: dict, space, peak_gb_s: float) -> dict:
+    """One kernel's headroom: baseline time, roofline fraction, the set found, and per action family the
+    best single action of step 0 (ratio to the baseline, verdict)."""
+    base_ms = search["baseline"]["time_ms"]
+    best = search["best"]
+    by_family: dict[str, dict] = {}
+    for c in search["trace"][0]["candidates"]:
+        if "ratio" not in c:
+            continue
+        fam = space.group_of.get(c["action"], c["action"])
+        if fam not in by_family or c["ratio"] < by_family[fam]["ratio"]:
+            by_family[fam] = {k: c[k] for k in ("action", "ratio", "ci", "verdict")}
+    first = search["trace"][0]["chosen"]
+    roofline = bytes_moved(spec) / (base_ms * 1e-3) / (peak_gb_s * 1e9) if base_ms else None
+    return {
+        "family": family,
+        "kernel": spec.kernel,
+        "baseline_ms": base_ms,
+        "roofline_fraction": roofline,
+        "best": {k: best.get(k) for k in ("actions", "ratio", "ci", "verdict")},
+        "speedup": 1.0 / best["ratio"] if best["actions"] and best.get("ratio") else 1.0,
+        "gain_family": space.group_of.get(first, first) if first != "stop" else None,
+        "comparisons": search["comparisons"],
+        "families": by_family,
+    }
+
+
+def summary(rows: list[dict]) -> dict:
+    """Counts, the geomean speedup of the sets found, and per action family the kernels its best single
+    action made faster (and the geomean of those ratios' inverses)."""
+    done = [r for r in rows if "best" in r]
+    fams: dict[str, list[float]] = defaultdict(list)
+    for r in done:
+        for fam, c in r["families"].items():
+            if c["verdict"] == FASTER:
+                fams[fam].append(1.0 / c["ratio"])
+    return {
+        "kernels": len(rows),
+        "measured": len(done),
+        "faster": sum(r["best"]["verdict"] == FASTER and bool(r["best"]["actions"]) for r in done),
+        "time_geomean": geomean([r["speedup"] for r in done]),
+        "gain_families": dict(sorted(Counter(r["gain_family"] or "none" for r in done).items())),
+        "single_action_faster": {
+            f: {"kernels": len(v), "speedup_geomean": geomean(v)} for f, v in sorted(fams.items())
+        },
+    }
+
+
+def _search(args, cfg, backend, space, family, specs_json, spec, part: Path) -> dict:
+    """Run (gpu: and record) or replay one kernel's search; the row the report takes, or an error row."""
+    recorded = json.loads(part.read_text()) if part.is_file() else None
+    if isinstance(backend, ReplayBackend) and recorded is None:
+        return {"family": family, "kernel": spec.kernel, "error": "not_measured (run this stage on a GPU)"}
+    try:
+        module = load_module(specs_json, spec)
+        ev = TimedEvaluator(spec, module, backend, cfg.timing, cfg.search.greedy.min_gain)
+        search = greedy_in_time(ev, cfg.search.greedy, space).to_json()
+    except ChronosError as e:
+        return {"family": family, "kernel": spec.kernel, "error": " ".join(str(e).split())[:400]}
+    if recorded is None:
+        part.parent.mkdir(parents=True, exist_ok=True)
+        part.write_text(json.dumps({**search, "provenance": backend.provenance()}, indent=1) + "\n")
+    row = kernel_row(family, spec, search, space, cfg.search.headroom.peak_gb_s)
+    if recorded is not None:
+        row["as_recorded"] = recorded["best"]["actions"] == search["best"]["actions"]
+    return row
+
+
+def _body(args, cfg) -> int:
+    hcfg = cfg.search.headroom
+    space, budget = resolve_space(hcfg.space), args.budget if args.budget is not None else hcfg.budget_s
+    rows: list[dict] = []
+    backend = open_backend(args, cfg)
+    gpu, t0 = not isinstance(backend, ReplayBackend), time.perf_counter()
+    try:
+        for family in hcfg.families:
+            for specs_json, spec in selected(args.kernels, family, hcfg.per_family):
+                part = args.parts / family / f"{spec.kernel}.json"
+                if gpu and not part.is_file() and time.perf_counter() - t0 > budget:
+                    rows.append({"family": family, "kernel": spec.kernel, "error": "not_measured (budget)"})
+                    continue
+                rows.append(_search(args, cfg, backend, space, family, specs_json, spec, part))
+                r = rows[-1]
+                print(
+                    f"headroom: {family:16s} {spec.kernel[:60]:60s} "
+                    f"{r.get('error') or '+'.join(r['best']['actions']) or '-'} {r.get('speedup', 0):.4f}",
+                    flush=True,
+                )
+        prov = {**backend.provenance(), "command": command_line("headroom", args.argv)}
+    finally:
+        backend.close()
+    params = {
+        **{k: getattr(hcfg, k) for k in ("space", "per_family", "peak_gb_s")},
+        "families": list(hcfg.families),
+        "timing": cfg.timing.to_json(),
+    }
+    out = {
+        "provenance": prov,
+        "params": params,
+        "summary": {f: summary([r for r in rows if r["family"] == f]) for f in hcfg.families},
+        "disagreements": [r["kernel"] for r in rows if r.get("as_recorded") is False],
+        "kernels": rows,
+    }
+    write_json(args.out, out)
+    brief = {f: {k: s[k] for k in ("measured", "faster", "time_geomean")} for f, s in out["summary"].items()}
+    print(f"headroom: {json.dumps(brief)}")
+    return 1 if out["disagreements"] else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_stage("headroom", __doc__, _arguments, _body, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
