@@ -94,3 +94,19 @@ def test_a_gpu_run_writes_parts_that_replay_as_recorded(tmp_path, monkeypatch, p
     gpu, rep = (json.loads((tmp_path / f).read_text()) for f in ("gpu.json", "replay.json"))
     assert rep["kernels"][0]["as_recorded"] is True and rep["disagreements"] == []
     assert {k: v for k, v in rep["kernels"][0].items() if k != "as_recorded"} == gpu["kernels"][0]
+
+
+def test_the_report_takes_the_measured_families_and_lists_every_measured_kernel(monkeypatch):
+    from chronos.report.readme import headroom_section
+    from chronos.report.tables import headroom_metrics
+
+    spec, search = _search(monkeypatch)
+    row = headroom.kernel_row("captured/llama", spec, search, V2, 4800.0)
+    rep = {"params": {"space": "v2"}, "kernels": [row, {"family": "triton_llm", "kernel": "y", "error": "x"}],
+           "summary": {"captured/llama": headroom.summary([row]), "triton_llm": headroom.summary([])}}
+    assert headroom_metrics(rep) == {"v2": {"headroom": {"llama": {"measured": 1, "faster": 1,
+                                                                    "time_geomean": row["speedup"]}}}}
+    lines = headroom_section(rep)
+    assert lines[0].startswith("## Where is the headroom (v2")
+    assert len([x for x in lines if "| captured/" in x]) == 1
+    assert "l1_evict_first_streaming" in lines[4] and headroom_section(None) == []

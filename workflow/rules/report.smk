@@ -117,6 +117,7 @@ rule report:
         "reports/confirm.json",
         "reports/aa.json",
         "reports/captured.json",
+        "reports/headroom.json",
         "src/chronos/config.py",
         "src/chronos/config_timing.py",
         "src/chronos/errors.py",

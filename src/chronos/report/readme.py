@@ -242,12 +242,36 @@ def captured_section(captured: dict | None) -> list[str]:
     return [*lines, "", note]
 
 
+def headroom_section(headroom: dict | None) -> list[str]:
+    """Where real kernels have headroom (issue #14): per kernel the greedy-in-time set over the v2 space, its
+    speedup with the interval, the action family of its first step and the kernel's roofline fraction."""
+    rows = [r for r in (headroom or {}).get("kernels", []) if "best" in r]
+    if not rows:
+        return []
+    lines = [f"## Where is the headroom ({headroom['params']['space']} actions, greedy in time, H200)", "",
+             ("| family | kernel | baseline µs | roofline fraction | set found | speedup (interval) "
+              "| first-step family |"),
+             "|---|---|---|---|---|---|---|"]
+    for r in sorted(rows, key=lambda r: -r["speedup"]):
+        b, ci = r["best"], r["best"].get("ci")
+        found = b["actions"] and ci
+        interval = f"{r['speedup']:.3f} ({1 / ci[1]:.3f}–{1 / ci[0]:.3f})" if found else "1 (stop)"
+        lines.append(f"| {r['family']} | {r['kernel'][:48]} | {r['baseline_ms'] * 1e3:.1f} | "
+                     f"{_frac(r['roofline_fraction'])} | {'+'.join(b['actions']) or '—'} | {interval} | "
+                     f"{r['gain_family'] or '—'} |")
+    note = ("Roofline fraction: bytes of the kernel's buffers over its time, against the GPU's DRAM "
+            "bandwidth (a bound: a kernel may touch less than its buffers). Unmeasured kernels: "
+            "reports/headroom.json.")
+    return [*lines, "", note]
+
+
 def render_readme(metrics: dict, table: pd.DataFrame, baseline: dict, random_partial: bool,
                   oracle: dict | None = None, triton_search: dict | None = None,
-                  verdicts: dict | None = None, captured: dict | None = None) -> str:
+                  verdicts: dict | None = None, captured: dict | None = None,
+                  headroom: dict | None = None) -> str:
     """reports/README.md: the sections present, separated by one blank line."""
     sections = [header(baseline), baseline_section(metrics), search_section(metrics, random_partial, oracle),
                 policy_section(metrics), triton_section(metrics, triton_search, verdicts),
-                confirmed_section(metrics), captured_section(captured),
+                confirmed_section(metrics), captured_section(captured), headroom_section(headroom),
                 largest_gains_section(table)]
     return "\n\n".join("\n".join(s) for s in sections if s) + "\n"

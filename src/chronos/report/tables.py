@@ -201,3 +201,11 @@ def captured_metrics(captured: dict | None) -> dict:
             out.setdefault("e2e", {})[w] = {"speedup": s["e2e"]["speedup"]["median"],
                                             "outputs_equal": s["e2e"]["outputs_equal"]}
     return out
+
+
+def headroom_metrics(headroom: dict | None) -> dict:
+    """reports/headroom.json as metrics: v2.headroom.<family>.{measured,faster,time_geomean} (a family under
+    captured/ by its workload's name)."""
+    out = {Path(f).name: {k: s[k] for k in ("measured", "faster", "time_geomean")}
+           for f, s in ((headroom or {}).get("summary") or {}).items() if s.get("measured")}
+    return {"v2": {"headroom": out}} if out else {}
