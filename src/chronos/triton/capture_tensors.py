@@ -40,12 +40,16 @@ def span_view(t, elements: int):
 
 
 def value_stats(t, d: dict) -> dict:
-    """min/max (integers, bool) or mean/std over finite values (floats): what a fresh draw keeps valid."""
+    """min/max (integers, bool) or mean/std over finite values (floats): what a fresh draw keeps valid.
+    Integers over the tensor's own elements: a strided view's span may hold memory the view never
+    addresses (torch.empty's garbage around gpt2's shifted labels), whose range would make a fresh draw
+    of targets invalid (an Inductor bounds assert)."""
     import torch
 
     if d["elements"] <= 0:
         return {}
-    flat = span_view(t, d["elements"])
+    own = not t.dtype.is_floating_point and t.numel() > 0
+    flat = t.detach().reshape(-1) if own else span_view(t, d["elements"])
     if flat.numel() > _STATS_SAMPLE:
         flat = flat[:: -(-flat.numel() // _STATS_SAMPLE)]
     if t.dtype == torch.bool:
