@@ -73,3 +73,32 @@ def test_short_phases_get_more_steps_per_round():
     e2e = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(e2e)
     assert e2e.steps_per_phase({"train": 0.003, "decode": 0.5}, 3, 0.25) == {"train": 84, "decode": 3}
+
+
+def _e2e_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("e2e", ROOT / "scripts/e2e.py")
+    e2e = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(e2e)
+    return e2e
+
+
+def test_spread_demands_bitwise_where_stock_repeats_itself_and_the_envelope_elsewhere(tmp_path):
+    torch = pytest.importorskip("torch")
+    e2e = _e2e_module()
+    det, racy = torch.arange(6.0), torch.tensor([1.0, 2.0])
+    runs = {"stock_a": [det, racy], "stock_b": [det, racy + 2.0 ** -10], "hooked": [det, racy - 2.0 ** -9],
+            "tuned": [det, racy + 2.0 ** -9]}
+
+    def judged(tuned):
+        for role, ts in {**runs, "tuned": tuned}.items():
+            torch.save(ts, tmp_path / f"{role}_train.pt")
+        return e2e.spread(tmp_path, "train")
+
+    ok = judged(runs["tuned"])
+    assert ok["within"] and ok["deterministic"] == 1 and ok["tensors"] == 2
+    moved = judged([det + torch.tensor([0, 0, 0, 0, 0, 2.0 ** -20]), racy])  # one ulp-ish in a stable tensor
+    assert not moved["within"] and moved["offenders"][0]["kind"] == "deterministic"
+    wide = judged([det, racy + 2.0 ** -6])  # beyond what the stock runs differ by
+    assert [o["kind"] for o in wide["offenders"]] == ["racy"]

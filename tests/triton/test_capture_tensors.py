@@ -7,7 +7,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from chronos.triton.capture_tensors import tensor_desc, value_stats  # noqa: E402
+from chronos.triton.capture_tensors import tensor_desc, value_stats
 
 
 def test_integer_ranges_ignore_the_span_the_view_skips():
