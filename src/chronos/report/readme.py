@@ -217,6 +217,20 @@ def _ratio_ci(r: dict | None) -> str:
 TUNE_COUNTS = ("faster", "unchanged", "skipped", "unmeasured", "not_tuned")
 
 
+def _outputs(e: dict) -> str:
+    """The e2e output check in words: bitwise per phase, and where stock differs from itself, whether the
+    tuned run stays within that spread (per tensor; chronos' scripts/e2e.py)."""
+    if not e:
+        return "—"
+    if e.get("outputs_equal") or "phases_equal" not in e:
+        return str(e.get("outputs_equal", "—"))
+    equal = [p for p, ok in e["phases_equal"].items() if ok]
+    spread = [f"{p}: {'within' if w['within'] else 'outside'} stock's own spread"
+              + ("" if w["within"] else f" ({w['offenders']} tensors)")
+              for p, w in (e.get("within_stock_spread") or {}).items()]
+    return "; ".join([f"bitwise: {', '.join(equal)}"] * bool(equal) + spread) or "False"
+
+
 def captured_section(captured: dict | None) -> list[str]:
     """The real workloads (issue #13): Triton's share of GPU time, the tune verdicts per kernel (measured side
     by side on the H200, replayed here from the store) and the end-to-end step time where it was measured."""
@@ -225,7 +239,7 @@ def captured_section(captured: dict | None) -> list[str]:
         return []
     head = ("| workload | kernels | Triton share (train) | faster | unchanged | skipped | unmeasured "
             "| not tuned | geomean speedup | replayed as recorded | e2e step speedup (95% CI) | A/A "
-            "| outputs bitwise |")
+            "| outputs |")
     lines = ["## Real workloads: captured, tuned, deployed (H200, torch.compile)", "", head,
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, w in sorted(workloads.items()):
@@ -235,7 +249,7 @@ def captured_section(captured: dict | None) -> list[str]:
         lines.append(f"| {name} | {w['kernels']} | {_frac(share)} | {counts} | "
                      f"{_speedup(t.get('time_geomean'))} | {_count(t, 'replayed_as_recorded')} | "
                      f"{_ratio_ci(e.get('speedup'))} | {_ratio_ci(e.get('aa_control'))} | "
-                     f"{e.get('outputs_equal', '—')} |")
+                     f"{_outputs(e)} |")
     note = ("Slower is 0 by construction: a variant deploys only when its whole interval clears min_gain. "
             "Skipped: float atomics (no bit-exact check is possible). The e2e speedup is stock / tuned step "
             "time, A/A stock / stock.")

@@ -5,9 +5,11 @@
 
 Per workload folder (written by `chronos capture`, see scripts/gpu_run_capture.sh): capture.json (kernels,
 distinct PTX, launches, what could not be mapped), profile.json (Triton's share of GPU time per phase, the
-Amdahl bound it sets on any end-to-end gain), and when they exist the tune parts (tune-parts/*.json: per
-kernel verdicts in time) and e2e.json (step time stock vs tuned, outputs compared bitwise); with `--tune`,
-stage tune_captured's replay of those parts (how many the store reproduced, how many the record lacks).
+Amdahl bound it sets on any end-to-end gain: at 2x, and at the tune's geomean, as if every kernel gained
+that), and when they exist the tune parts (tune-parts/*.json: per kernel verdicts in time) and e2e.json
+(step time stock vs tuned, outputs compared bitwise, per tensor where stock differs from itself); with
+`--tune`, stage tune_captured's replay of those parts (how many the store reproduced, how many the record
+lacks).
 Nothing is measured here: the numbers are the committed records', so CPU replay reproduces the report byte
 for byte.
 """
@@ -71,13 +73,20 @@ def workload_summary(d: Path, replay: dict | None = None) -> dict:
     parts = sorted((d / "tune-parts").glob("*.json"))
     if parts:
         out["tune"] = tune_summary([json.loads(p.read_text()) for p in parts])
+        if "triton_share" in out and out["tune"]["time_geomean"]:  # what the tune can give end to end
+            out["amdahl_at_tune_geomean"] = {p: round(amdahl_bound(share, out["tune"]["time_geomean"]), 4)
+                                             for p, share in out["triton_share"].items()}
         if replay is not None:
             out["tune"]["replayed_as_recorded"] = replay["agrees_with_record"]
             out["tune"]["not_tuned"] = len(replay["not_recorded"])
     if (d / "e2e.json").is_file():
         e2e = read_json(d / "e2e.json", "end-to-end result")
         out["e2e"] = {k: e2e[k] for k in ("speedup", "aa_control", "outputs_equal", "stock_deterministic",
-                                          "hook_cost", "swap_effect", "hooked_outputs_equal") if k in e2e}
+                                          "hook_cost", "swap_effect", "hooked_outputs_equal", "phases_equal",
+                                          "stock_self_equal") if k in e2e}
+        out["e2e"]["within_stock_spread"] = {  # the phases where stock differs from itself
+            p: {k: v for k, v in w.items() if k != "offenders"} | {"offenders": len(w.get("offenders", []))}
+            for p, w in (e2e.get("within_stock_spread") or {}).items()}
         out["e2e"]["swapped"] = (e2e.get("hook") or {}).get("swapped", 0)
     return out
 
