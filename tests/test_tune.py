@@ -18,7 +18,7 @@ from chronos.triton import TunedDB
 ROOT = Path(__file__).resolve().parents[1]
 TRITON = ROOT / "data/kernels/triton"
 KERNELS = ("rowmax_f32_r64_c8192", "layernorm_f16_r64_c4096", "softmax_r32_c128")
-REPLAY = ["--backend", "replay", "--store", str(ROOT / "data/store/measurements.sqlite"),
+REPLAY = ["--no-confirm", "--backend", "replay", "--store", str(ROOT / "data/store/measurements.sqlite"),
           "--checkpoint", str(ROOT / "models/checkpoint_best.pt"), "--params", str(ROOT / "params.yaml")]
 
 
@@ -75,7 +75,7 @@ def test_tune_shards_run_as_cluster_jobs(tmp_path):
     cfg = [f"dir={work}", f"db={tmp_path / 'tuned.sqlite'}", "backend=replay",
            f"store={ROOT / 'data/store/measurements.sqlite'}",
            f"checkpoint={ROOT / 'models/checkpoint_best.pt'}", f"params={ROOT / 'params.yaml'}",
-           f"python={sys.executable}"]
+           f"python={sys.executable}", "confirm=false"]
     proc = subprocess.run(
         [sys.executable, "-m", "snakemake", "-s", str(ROOT / "workflow/tune/Snakefile"), "--directory",
          str(tmp_path), "--executor", "cluster-generic", "--cluster-generic-submit-cmd", "bash",
@@ -147,3 +147,27 @@ def test_float_atomics_mark_a_kernel_that_cannot_be_verified_bit_exactly():
     assert float_atomics("ld.shared.b32 %r1, [%r2];") == []
     assert float_atomics("red.global.add.noftz.bf16x2 [%rd2], %r1;") == ["red.global.add.noftz.bf16x2"]
     assert not any(float_atomics(p.read_text()) for p in TRITON.glob("*.ptx"))
+
+
+def test_a_set_the_confirming_comparison_does_not_confirm_never_deploys(tmp_path, capsys):
+    from chronos.config import Config
+    from chronos.kernels.spec import load_specs
+    from chronos.tune import confirm_one, deploys
+    from tests.search.test_timed import CompareStandIn
+
+    work = _workload(tmp_path)
+    spec = next(s for s in load_specs(work / "specs.json") if s.kernel == "rowmax_f32_r64_c8192")
+    ptx = (work / spec.ptx).read_text()
+    slower = confirm_one(spec, work / "specs.json", CompareStandIn(), ptx, ["maxnreg_32"], Config())
+    faster = confirm_one(spec, work / "specs.json", CompareStandIn(), ptx, ["cache_cs"], Config())
+    assert (slower["verdict"], faster["verdict"]) == ("slower", "faster")
+    assert 0.95 < faster["aa_ratio"] < 1.05 and faster["ratio"] < 0.95  # the A/A copy inside it
+    returned = {"returned": "cache_cs"}
+    assert deploys(returned) and deploys({**returned, "confirm": faster})
+    assert not deploys({**returned, "confirm": slower}) and not deploys({"returned": "baseline"})
+    parts, db = tmp_path / "parts", tmp_path / "tuned.sqlite"
+    assert main(["tune", str(work), "--parts", str(parts), *REPLAY]) == 0
+    part = parts / "rowmax_f32_r64_c8192.json"
+    part.write_text(json.dumps({**json.loads(part.read_text()), "confirm": slower}))
+    assert main(["tune", str(work), "--parts", str(parts), "--merge-only", "--db", str(db)]) == 0
+    assert "'not_confirmed': 1, 'entries': 0" in capsys.readouterr().out

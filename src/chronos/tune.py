@@ -46,6 +46,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--retry-invalid", action="store_true",
                    help="(gpu) measure again a kernel whose stored comparison has an invalid baseline; with "
                         "its part file removed, so that it is tuned again")
+    p.add_argument("--no-confirm", dest="confirm_new", action="store_false",
+                   help="deploy a returned set on its one comparison, without comparing it again")
+    p.add_argument("--confirm", action="store_true",
+                   help="first compare once more every recorded returned set that has no confirmation")
     p.add_argument("--merge-only", action="store_true", help="only write --db from existing parts")
     p.add_argument("--backend", choices=("gpu", "replay", "auto"), default="auto")
     p.add_argument("--store", type=Path, default=Path("data/store/measurements.sqlite"))
@@ -136,6 +140,8 @@ def tune_kernels(args: argparse.Namespace, parts: Path) -> dict:
     if args.retry_invalid and args.backend != "replay":
         kw["retry_invalid"] = True
     with backend_with_atlas(args.backend, args.store, cfg.measure, **kw) as backend:
+        if args.confirm:
+            counts["confirmed"] = confirm_recorded(args, specs_json, parts, backend, cfg)
         for spec in progress(todo, desc="tune", unit="kernel"):
             if args.budget is not None and time.perf_counter() - t0 > args.budget:
                 counts["left"].append(spec.kernel)
@@ -143,7 +149,7 @@ def tune_kernels(args: argparse.Namespace, parts: Path) -> dict:
             if _skipped_as_racy(spec, read_ptx(specs_json, spec), parts):
                 counts["skipped"] += 1
                 continue
-            row, ptx = tune_one(spec, specs_json, backend, policy, cfg, fixed)
+            row, ptx = tune_one(spec, specs_json, backend, policy, cfg, fixed, confirm=args.confirm_new)
             counts["failed" if "error" in row else "done"] += 1
             if "error" not in row or args.backend != "replay":  # a replay miss is not worth resuming from
                 if ptx:
@@ -154,9 +160,30 @@ def tune_kernels(args: argparse.Namespace, parts: Path) -> dict:
     return counts
 
 
-def tune_one(spec, specs_json: Path, backend, policy, cfg, fixed=()) -> tuple[dict, str]:
+def confirm_recorded(args, specs_json: Path, parts: Path, backend, cfg) -> int:
+    """--confirm: the recorded parts that returned a set but carry no confirmation get one (their part
+    rewritten), within --budget like the tuning after it; returns how many were confirmed faster."""
+    done, t0 = 0, time.perf_counter()
+    for spec in _selected(specs_json, args.kernel, args.only):
+        part = parts / f"{spec.kernel}.json"
+        row = json.loads(part.read_text()) if part.is_file() else {}
+        if row.get("returned", "baseline") == "baseline" or "confirm" in row:
+            continue
+        if args.budget is not None and time.perf_counter() - t0 > args.budget:
+            break
+        tuned = (parts / f"{spec.kernel}.ptx").read_text()
+        row["confirm"] = confirm_one(spec, specs_json, backend, tuned, row["returned"].split("+"), cfg)
+        part.write_text(json.dumps(row, indent=1) + "\n")
+        done += row["confirm"]["verdict"] == "faster"
+        print(f"tune: confirm {spec.kernel:44s} {row['confirm']['verdict']} {row['confirm'].get('ratio')}",
+              flush=True)
+    return done
+
+
+def tune_one(spec, specs_json: Path, backend, policy, cfg, fixed=(), confirm=True) -> tuple[dict, str]:
     """One kernel's side-by-side comparison (chronos.optimize_time) -> (its part row, the PTX to deploy or
-    "" when the baseline stays). A ChronosError becomes the row's `error`: the caller's run goes on."""
+    "" when the baseline stays). A ChronosError becomes the row's `error`: the caller's run goes on. With
+    `confirm`, a returned set is compared once more (`confirm_one`) and deploys only if that confirms it."""
     from chronos.kernels.spec import load_module
     from chronos.optimize_time import optimize_time
 
@@ -168,7 +195,39 @@ def tune_one(spec, specs_json: Path, backend, policy, cfg, fixed=()) -> tuple[di
         return {"kernel": spec.kernel, "verdict": "unmeasured", "error": " ".join(str(e).split())[:400]}, ""
     row = {**res.to_json(), "provenance": backend.provenance(), "verified_draws": cfg.measure.input_draws,
            "captured_inputs": sorted(a.name for a in spec.args if a.data and Path(a.data).is_file())}
-    return row, (res.ptx if row.get("returned", "baseline") != "baseline" else "")
+    returned = row.get("returned", "baseline") != "baseline"
+    if returned and confirm:
+        row["confirm"] = confirm_one(spec, specs_json, backend, res.ptx, row["returned"].split("+"), cfg)
+    return row, (res.ptx if returned else "")
+
+
+def confirm_one(spec, specs_json: Path, backend, tuned_ptx: str, actions, cfg) -> dict:
+    """A fresh side-by-side comparison of the baseline, the returned set and the baseline again (an A/A
+    control inside it). The best of many contenders in one comparison tends to look faster there than it
+    is (the winner's curse): on the H200, sets chosen on graph-timed kernels under 20 µs often measured
+    slower in the next comparison (data/headroom). The verdict here decides deployment (`deploys`)."""
+    from chronos.kernels.spec import load_module
+    from chronos.ptx import emit
+    from chronos.search.timed import time_row
+    from chronos.variant import Variant
+
+    base = emit(load_module(specs_json, spec))
+    variants = [Variant(spec, base, ()), Variant(spec, tuned_ptx, tuple(actions)), Variant(spec, base, ())]
+    try:
+        cmp = backend.compare(spec, variants, cfg.timing)
+    except ChronosError as e:
+        return {"verdict": "unmeasured", "error": " ".join(str(e).split())[:400]}
+    row = time_row(cmp, 1, cfg.timing, cfg.search.greedy.min_gain)
+    aa = cmp.estimate(2, cfg.timing)
+    return {"ratio": row.get("ratio"), "ci": row.get("ci"), "verdict": row["verdict"], "primary": cmp.primary,
+            "aa_ratio": aa.ratio if aa else None, "aa_ci": [aa.low, aa.high] if aa else None,
+            "measured_at": cmp.provenance.get("created_at", "")}
+
+
+def deploys(row: dict) -> bool:
+    """A part's set deploys when it was returned and, where a confirmation was measured, confirmed faster."""
+    confirmed = (row.get("confirm") or {"verdict": "faster"})["verdict"] == "faster"
+    return row.get("returned", "baseline") != "baseline" and confirmed
 
 
 _FLOAT_ATOMIC = re.compile(r"(?<![\w.])((?:atom|red)\.global[\w.:]*\.(?:f16|bf16|f32|f64)(?:x2)?)\b")
@@ -210,10 +269,11 @@ def write_db(dir_: Path, parts: Path, db_path: Path) -> dict:
 
     identity = json.loads((dir_ / "triton.json").read_text()) if (dir_ / "triton.json").is_file() else {}
     rows = [json.loads(p.read_text()) for p in sorted(parts.glob("*.json"))]
-    counts = {"kernels": len(rows), "faster": 0, "entries": 0, "no_identity": 0}
+    counts = {"kernels": len(rows), "faster": 0, "not_confirmed": 0, "entries": 0, "no_identity": 0}
     with TunedDB(db_path) as db:
         for row in rows:
-            if row.get("returned", "baseline") == "baseline":
+            if not deploys(row):
+                counts["not_confirmed"] += row.get("returned", "baseline") != "baseline"
                 continue
             counts["faster"] += 1
             ident = identity.get(row["kernel"])
@@ -241,7 +301,8 @@ def run(args: argparse.Namespace) -> int:
         counts = tune_kernels(args, parts)
         print(f"tune: {counts['done']} tuned, {counts['failed']} failed, {counts['skipped']} skipped, "
               f"{len(counts['left'])} left by the "
-              f"budget{': ' + ', '.join(counts['left'][:8]) if counts['left'] else ''}")
+              f"budget{': ' + ', '.join(counts['left'][:8]) if counts['left'] else ''}"
+              + (f"; {counts['confirmed']} recorded sets confirmed faster" if "confirmed" in counts else ""))
     if args.db:
         print(f"tune: tuned DB {args.db}: {write_db(args.dir, parts, args.db)}")
     return 0

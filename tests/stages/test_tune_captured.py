@@ -41,7 +41,8 @@ def test_the_committed_flex_tune_replays_as_recorded(tmp_path):
     assert tune_captured.main(argv) == 0
     flex = json.loads(out.read_text())["workloads"]["flex"]
     assert flex["agrees_with_record"] == flex["recorded"] == 7 and not flex["disagreements"]
-    assert flex["db"] == {"kernels": 7, "faster": 1, "entries": 1, "no_identity": 0}  # what deployment reads
+    # what deployment reads
+    assert flex["db"] == {"kernels": 7, "faster": 1, "not_confirmed": 0, "entries": 1, "no_identity": 0}
     committed = json.loads((ROOT / "reports/tune_captured.json").read_text())["workloads"]["flex"]
     assert flex == committed
 

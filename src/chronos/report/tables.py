@@ -194,7 +194,8 @@ def captured_metrics(captured: dict | None) -> dict:
         out.setdefault("capture", {})[w] = {"kernels": s["kernels"], "distinct_ptx": s["distinct_ptx"]}
         if "tune" in s:
             out.setdefault("tune", {})[w] = {k: s["tune"][k] for k in
-                                             ("faster", "slower", "unchanged", "skipped", "unmeasured",
+                                             ("faster", "slower", "unchanged", "not_confirmed", "skipped",
+                                              "unmeasured",
                                               "time_geomean", "replayed_as_recorded", "not_tuned")
                                              if k in s["tune"]}
         if "e2e" in s:

@@ -38,8 +38,10 @@ def amdahl_bound(share: float, kernel_speedup: float) -> float:
 
 def tune_summary(parts: list[dict]) -> dict:
     """Per-kernel tune verdicts in time: faster / slower / unchanged / skipped / unmeasured and the geomean
-    speedup of what would deploy (the baseline, ratio 1, where nothing was faster)."""
-    counts = {"faster": 0, "slower": 0, "unchanged": 0, "skipped": 0, "unmeasured": 0}
+    speedup of what would deploy (the baseline, ratio 1, where nothing was faster). Where a returned set was
+    compared again (its `confirm`), that comparison decides: not confirmed counts as unchanged (and in
+    `not_confirmed`), and a confirmed one's speedup is the confirming comparison's."""
+    counts = {"faster": 0, "slower": 0, "unchanged": 0, "skipped": 0, "unmeasured": 0, "not_confirmed": 0}
     speedups, reasons = [], Counter()
     for row in parts:
         base = row.get("baseline") or {}
@@ -52,9 +54,13 @@ def tune_summary(parts: list[dict]) -> dict:
             reasons[row.get("error") or base.get("reason") or row.get("verdict", "?")] += 1
             continue
         returned = row.get("returned", "baseline") != "baseline"
-        counts["faster" if returned else "unchanged"] += 1
-        counts["slower"] += int(row.get("speedup_time", 1.0) < 1.0 and returned)
-        speedups.append(row.get("speedup_time", 1.0) if returned else 1.0)
+        confirm = row.get("confirm") or {"verdict": "faster"}  # chronos.tune.deploys: measured again
+        deployed = returned and confirm["verdict"] == "faster"
+        counts["not_confirmed"] += returned and not deployed
+        counts["faster" if deployed else "unchanged"] += 1
+        counts["slower"] += int(row.get("speedup_time", 1.0) < 1.0 and deployed)
+        speedups.append((1.0 / confirm["ratio"] if "ratio" in confirm else row.get("speedup_time", 1.0))
+                        if deployed else 1.0)
     geomean = statistics.geometric_mean(speedups) if speedups else None
     return {"kernels": len(parts), **counts, "time_geomean": geomean, "unmeasured_reasons": dict(reasons)}
 

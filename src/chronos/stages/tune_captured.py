@@ -72,7 +72,7 @@ def replay_workload(d: Path, backend, cfg) -> dict:
             racy = float_atomics(read_ptx(d / "specs.json", spec))
             row = rec if racy else {"kernel": spec.kernel, "verdict": "not skipped: no float atomics"}
         else:
-            row, _ = tune_one(spec, d / "specs.json", backend, policy, cfg)
+            row, _ = tune_one(spec, d / "specs.json", backend, policy, cfg, confirm="confirm" in rec)
         if diff := differences(row, rec):
             disagree[spec.kernel] = diff[:8]
         rows.append({"kernel": spec.kernel, "returned": row.get("returned", row.get("verdict")),
