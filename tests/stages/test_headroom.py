@@ -64,7 +64,9 @@ def test_on_replay_a_kernel_without_a_part_is_not_measured(tmp_path):
             "--out", str(out), "--backend", "replay", "--store", str(ROOT / "data/store/measurements.sqlite")]
     assert headroom.main(argv) == 0
     rep = json.loads(out.read_text())
-    assert [r["error"][:12] for r in rep["kernels"]] == ["not_measured"] * 5
+    errors = {r["family"]: r["error"] for r in rep["kernels"]}
+    assert errors.pop("captured/bert").startswith("skipped: float atomics (atom.global")  # as tune skips it
+    assert [e[:12] for e in errors.values()] == ["not_measured"] * 4
     assert all(s["measured"] == 0 for s in rep["summary"].values())
 
 

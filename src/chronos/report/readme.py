@@ -253,9 +253,15 @@ def captured_section(captured: dict | None) -> list[str]:
                      f"{_outputs(e)} |")
     note = ("Slower is 0 by construction: a variant deploys only when its whole interval clears min_gain, "
             "and where it was compared once more (not confirmed: it did not clear it again), there too. "
+            "An e2e ran with the DB of its day (reports/captured.json: db_entries, swapped). "
             "Skipped: float atomics (no bit-exact check is possible). The e2e speedup is stock / tuned step "
             "time, A/A stock / stock.")
     return [*lines, "", note]
+
+
+def _roofline(x) -> str:
+    """Above 1 the kernel's buffers overstate its traffic (a strided view of a larger span): no bound."""
+    return _frac(x) if x is None or x <= 1 else "> 100%: buffers overstate traffic"
 
 
 def headroom_section(headroom: dict | None) -> list[str]:
@@ -265,17 +271,20 @@ def headroom_section(headroom: dict | None) -> list[str]:
     if not rows:
         return []
     lines = [f"## Where is the headroom ({headroom['params']['space']} actions, greedy in time, H200)", "",
-             ("| family | kernel | baseline µs | roofline fraction | set found | speedup (interval) "
+             ("| family | kernel | baseline µs | roofline fraction | set found | speedup (interval), verdict "
               "| first-step family |"),
              "|---|---|---|---|---|---|---|"]
     for r in sorted(rows, key=lambda r: -r["speedup"]):
         b, ci = r["best"], r["best"].get("ci")
         found = b["actions"] and ci
-        interval = f"{r['speedup']:.3f} ({1 / ci[1]:.3f}–{1 / ci[0]:.3f})" if found else "1 (stop)"
+        speed = f"{r['speedup']:.3f} ({1 / ci[1]:.3f}–{1 / ci[0]:.3f})"
+        interval = f"{speed} {b['verdict']}" if found else "1 (stop)"
         lines.append(f"| {r['family']} | {r['kernel'][:48]} | {r['baseline_ms'] * 1e3:.1f} | "
-                     f"{_frac(r['roofline_fraction'])} | {'+'.join(b['actions']) or '—'} | {interval} | "
+                     f"{_roofline(r['roofline_fraction'])} | {'+'.join(b['actions']) or '—'} | {interval} | "
                      f"{r['gain_family'] or '—'} |")
-    note = ("Roofline fraction: bytes of the kernel's buffers over its time, against the GPU's DRAM "
+    note = ("The speedup and verdict are the set's against the baseline in the search's last comparison "
+            "(a set each step chose can land within the noise there, or slower: the winner's curse). "
+            "Roofline fraction: bytes of the kernel's buffers over its time, against the GPU's DRAM "
             "bandwidth (a bound: a kernel may touch less than its buffers). Unmeasured kernels: "
             "reports/headroom.json.")
     return [*lines, "", note]

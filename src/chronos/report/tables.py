@@ -200,7 +200,9 @@ def captured_metrics(captured: dict | None) -> dict:
                                              if k in s["tune"]}
         if "e2e" in s:
             out.setdefault("e2e", {})[w] = {"speedup": s["e2e"]["speedup"]["median"],
-                                            "outputs_equal": s["e2e"]["outputs_equal"]}
+                                            "outputs_equal": s["e2e"]["outputs_equal"],
+                                            "swapped": s["e2e"].get("swapped"),
+                                            "db_entries": s["e2e"].get("db_entries")}
     return out
 
 

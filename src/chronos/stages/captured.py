@@ -94,6 +94,7 @@ def workload_summary(d: Path, replay: dict | None = None) -> dict:
             p: {k: v for k, v in w.items() if k != "offenders"} | {"offenders": len(w.get("offenders", []))}
             for p, w in (e2e.get("within_stock_spread") or {}).items()}
         out["e2e"]["swapped"] = (e2e.get("hook") or {}).get("swapped", 0)
+        out["e2e"]["db_entries"] = (e2e.get("hook") or {}).get("entries")  # the DB it ran with
     return out
 
 

@@ -27,14 +27,14 @@ from pathlib import Path
 
 from chronos.actions import resolve_space
 from chronos.errors import ChronosError
-from chronos.kernels.spec import load_module
+from chronos.kernels.spec import load_module, read_ptx
 from chronos.measure.backend import ReplayBackend
 from chronos.measure.verdicts import FASTER, geomean
 from chronos.search.runs import kernels_of
 from chronos.search.timed import TimedEvaluator, greedy_in_time
 from chronos.stages.common import command_line, run_stage, write_json
 from chronos.stages.measuring import add_backend_arguments, open_backend
-from chronos.tune import by_gpu_time
+from chronos.tune import by_gpu_time, float_atomics
 
 
 def _arguments(ap) -> None:
@@ -116,6 +116,10 @@ def summary(rows: list[dict]) -> dict:
 
 def _search(args, cfg, backend, space, family, specs_json, spec, part: Path) -> dict:
     """Run (gpu: and record) or replay one kernel's search; the row the report takes, or an error row."""
+    racy = float_atomics(read_ptx(specs_json, spec))
+    if racy:  # as in tune: no variant of it can be verified bit-exactly (nor its baseline against itself)
+        why = f"skipped: float atomics ({', '.join(racy)})"
+        return {"family": family, "kernel": spec.kernel, "error": why}
     recorded = json.loads(part.read_text()) if part.is_file() else None
     if isinstance(backend, ReplayBackend) and recorded is None:
         return {"family": family, "kernel": spec.kernel, "error": "not_measured (run this stage on a GPU)"}
