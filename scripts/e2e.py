@@ -69,6 +69,8 @@ def worker(workload: str, role: str, db: str | None, workloads_py: Path) -> None
         stats = chronos.triton.enable(db)
     import torch
 
+    if os.environ.get("CHRONOS_E2E_DETERMINISTIC") == "1":  # --deterministic: no atomics where torch can
+        torch.use_deterministic_algorithms(True, warn_only=True)
     torch.manual_seed(0)
     phases = _load_workloads(workloads_py).WORKLOADS[workload]()
 
@@ -210,6 +212,8 @@ def run(args: argparse.Namespace) -> dict:
     work = Path(tempfile.mkdtemp(prefix=f"e2e_{args.workload}_"))
     base = {**os.environ, "TORCHINDUCTOR_COMPILE_THREADS": "1", "TORCHINDUCTOR_FX_GRAPH_CACHE": "0",
             "TORCHINDUCTOR_AUTOGRAD_CACHE": "0", "TORCHINDUCTOR_CACHE_DIR": str(work / "inductor")}
+    if args.deterministic:
+        base.update(CHRONOS_E2E_DETERMINISTIC="1", CUBLAS_WORKSPACE_CONFIG=":4096:8")
     logs = args.logs or args.out.parent
     logs.mkdir(parents=True, exist_ok=True)
     empty = work / "empty.sqlite"
@@ -250,6 +254,7 @@ def run(args: argparse.Namespace) -> dict:
 
     result = {
         "workload": args.workload, "db": str(args.db), "steps": steps, "rounds": args.rounds,
+        "deterministic_algorithms": args.deterministic,
         "compile_and_warm_s": round(compile_s, 1), "hook": warm["tuned"]["hook"],
         "hooked_outputs_equal": dig["stock_a"] == dig["hooked"],
         "stock_deterministic": dig["stock_a"] == dig["stock_b"],
@@ -280,6 +285,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--logs", type=Path, help="workers' logs (default: beside --out)")
     p.add_argument("--workloads", type=Path, default=Path(__file__).resolve().parent / "workloads.py",
                    help="the module whose WORKLOADS dict builds the workload (default: scripts/workloads.py)")
+    p.add_argument("--deterministic", action="store_true",
+                   help="workers run torch.use_deterministic_algorithms(True, warn_only=True): stock repeats "
+                        "itself where torch has deterministic kernels, so more phases compare bitwise")
     p.add_argument("--worker", choices=ROLES)
     args = p.parse_args(argv)
     if args.worker:

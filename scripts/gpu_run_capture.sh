@@ -8,7 +8,8 @@
 #             comparison has an invalid baseline are measured again)
 #   e2e       scripts/e2e.py on each workload in E2E_WORKLOADS that has a tuned DB: step time stock vs tuned,
 #             side by side, outputs compared bitwise -> data/kernels/captured/<w>/e2e.json (SKIP_DONE=1: not
-#             where that file exists, i.e. a call that finishes what an earlier one left)
+#             where that file exists, i.e. a call that finishes what an earlier one left); E2E_EXTRA: more
+#             e2e.py flags (--deterministic; E2E_OUT: another result file name than e2e.json)
 # A step that would start after DEADLINE is skipped and said so. The captures (without their inputs and
 # caches), the store, the tune parts, the e2e results and every log come back in one $OUT/result_$TAG.tgz,
 # refreshed after every step (the device returns at most 8 files).
@@ -72,8 +73,8 @@ print(json.dumps(d, indent=1))" > $d/profile.json ;;
         [ -f $d/tuned.sqlite ] || python3 -m chronos.cli tune $d --merge-only --db $d/tuned.sqlite >> "$LOGS/e2e_$w.log" 2>&1
         if [ ! -f $d/tuned.sqlite ]; then echo "e2e $w: no tuned DB" | tee -a $SUMMARY; continue; fi
         if [ -n "${SKIP_DONE:-}" ] && [ -f $d/e2e.json ]; then echo "e2e $w: done before" | tee -a $SUMMARY; continue; fi
-        timeout $(( $(left) - 10 )) python3 scripts/e2e.py $w --db $d/tuned.sqlite --out $d/e2e.json --logs $LOGS \
-          --rounds ${E2E_ROUNDS:-10} --steps ${E2E_STEPS:-3} > "$LOGS/e2e_$w.log" 2>&1
+        timeout $(( $(left) - 10 )) python3 scripts/e2e.py $w --db $d/tuned.sqlite --out $d/${E2E_OUT:-e2e.json} --logs $LOGS \
+          --rounds ${E2E_ROUNDS:-10} --steps ${E2E_STEPS:-3} ${E2E_EXTRA:-} > "$LOGS/e2e_$w.log" 2>&1
         echo "e2e $w: exit $?" | tee -a $SUMMARY; tail -3 "$LOGS/e2e_$w.log" | tee -a $SUMMARY ;;
     esac
     n=$((n - 1))
