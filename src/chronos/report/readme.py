@@ -256,7 +256,12 @@ def captured_section(captured: dict | None) -> list[str]:
             "An e2e ran with the DB of its day (reports/captured.json: db_entries, swapped). "
             "Skipped: float atomics (no bit-exact check is possible). The e2e speedup is stock / tuned step "
             "time, A/A stock / stock.")
-    return [*lines, "", note]
+    det = [f"- {name} with torch's deterministic algorithms (`scripts/e2e.py --deterministic`): "
+           f"{d['swapped']} of the DB's {d['db_entries']} entries swapped in (Inductor generates other "
+           f"kernels there), speedup {_ratio_ci(d['speedup'])}, A/A {_ratio_ci(d.get('aa_control'))}, "
+           f"outputs: {_outputs(d)}"
+           for name, w in sorted(workloads.items()) if (d := w.get("e2e_deterministic"))]
+    return [*lines, "", note, *([""] + det if det else [])]
 
 
 def _roofline(x) -> str:

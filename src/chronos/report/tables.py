@@ -188,7 +188,8 @@ def read_grpo_curves(path: Path) -> pd.DataFrame:
 def captured_metrics(captured: dict | None) -> dict:
     """reports/captured.json as metrics: capture.<w>.kernels (and distinct_ptx), and where they ran
     tune.<w>.{faster,slower,unchanged,skipped,unmeasured,time_geomean,replayed_as_recorded,not_tuned} and
-    e2e.<w>.{speedup,outputs_equal}."""
+    e2e.<w>.{speedup,outputs_equal,swapped,db_entries} (and e2e_deterministic.<w>, run with torch's
+    deterministic algorithms)."""
     out: dict = {}
     for w, s in sorted(((captured or {}).get("workloads") or {}).items()):
         out.setdefault("capture", {})[w] = {"kernels": s["kernels"], "distinct_ptx": s["distinct_ptx"]}
@@ -198,11 +199,12 @@ def captured_metrics(captured: dict | None) -> dict:
                                               "unmeasured",
                                               "time_geomean", "replayed_as_recorded", "not_tuned")
                                              if k in s["tune"]}
-        if "e2e" in s:
-            out.setdefault("e2e", {})[w] = {"speedup": s["e2e"]["speedup"]["median"],
-                                            "outputs_equal": s["e2e"]["outputs_equal"],
-                                            "swapped": s["e2e"].get("swapped"),
-                                            "db_entries": s["e2e"].get("db_entries")}
+        for key in ("e2e", "e2e_deterministic"):
+            if key in s:
+                out.setdefault(key, {})[w] = {"speedup": s[key]["speedup"]["median"],
+                                              "outputs_equal": s[key]["outputs_equal"],
+                                              "swapped": s[key].get("swapped"),
+                                              "db_entries": s[key].get("db_entries")}
     return out
 
 

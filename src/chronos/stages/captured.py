@@ -85,16 +85,22 @@ def workload_summary(d: Path, replay: dict | None = None) -> dict:
         if replay is not None:
             out["tune"]["replayed_as_recorded"] = replay["agrees_with_record"]
             out["tune"]["not_tuned"] = len(replay["not_recorded"])
-    if (d / "e2e.json").is_file():
-        e2e = read_json(d / "e2e.json", "end-to-end result")
-        out["e2e"] = {k: e2e[k] for k in ("speedup", "aa_control", "outputs_equal", "stock_deterministic",
-                                          "hook_cost", "swap_effect", "hooked_outputs_equal", "phases_equal",
-                                          "stock_self_equal") if k in e2e}
-        out["e2e"]["within_stock_spread"] = {  # the phases where stock differs from itself
-            p: {k: v for k, v in w.items() if k != "offenders"} | {"offenders": len(w.get("offenders", []))}
-            for p, w in (e2e.get("within_stock_spread") or {}).items()}
-        out["e2e"]["swapped"] = (e2e.get("hook") or {}).get("swapped", 0)
-        out["e2e"]["db_entries"] = (e2e.get("hook") or {}).get("entries")  # the DB it ran with
+    for name, key in (("e2e.json", "e2e"), ("e2e-deterministic.json", "e2e_deterministic")):
+        if (d / name).is_file():
+            out[key] = e2e_summary(read_json(d / name, "end-to-end result"))
+    return out
+
+
+def e2e_summary(e2e: dict) -> dict:
+    """scripts/e2e.py's result without its per-round times: ratios, bitwise verdicts, the DB it ran with."""
+    out = {k: e2e[k] for k in ("speedup", "aa_control", "outputs_equal", "stock_deterministic", "hook_cost",
+                               "swap_effect", "hooked_outputs_equal", "phases_equal", "stock_self_equal",
+                               "deterministic_algorithms") if k in e2e}
+    out["within_stock_spread"] = {  # the phases where stock differs from itself
+        p: {k: v for k, v in w.items() if k != "offenders"} | {"offenders": len(w.get("offenders", []))}
+        for p, w in (e2e.get("within_stock_spread") or {}).items()}
+    out["swapped"] = (e2e.get("hook") or {}).get("swapped", 0)
+    out["db_entries"] = (e2e.get("hook") or {}).get("entries")  # the DB it ran with
     return out
 
 
