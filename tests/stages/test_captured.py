@@ -65,7 +65,7 @@ def test_tune_and_e2e_records_become_metrics(tmp_path):
     m = captured_metrics(json.loads(out.read_text()))
     assert m["capture"]["flex"] == {"kernels": 7, "distinct_ptx": 7}
     assert m["tune"]["flex"]["faster"] == 1 and m["tune"]["flex"]["time_geomean"] == pytest.approx(1.1)
-    assert m["e2e"]["flex"] == {"speedup": 1.02, "outputs_equal": True}
+    assert m["e2e"]["flex"] == {"speedup": 1.02, "outputs_equal": True, "swapped": 3, "db_entries": None}
 
 
 def test_every_committed_captured_spec_gives_each_ptx_parameter_an_argument():
