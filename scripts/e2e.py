@@ -2,8 +2,9 @@
 
     python scripts/e2e.py flex --db data/kernels/captured/flex/tuned.sqlite --out e2e.json
 
-Four worker processes build the same workload (scripts/workloads.py, same seed): `stock_a`, `stock_b`,
-`hooked` (chronos.triton.enable() on an empty DB: the hook installed, nothing to swap) and `tuned`
+Worker processes build the same workload (scripts/workloads.py, same seed): `stock_a`, `stock_b` (and
+`stock_c`, ... with `--stock-runs`), `hooked` (chronos.triton.enable() on an empty DB: the hook installed,
+nothing to swap) and `tuned`
 (chronos.triton.enable(db)), each enabling before anything compiles. Inductor compiles in the worker itself
 (TORCHINDUCTOR_COMPILE_THREADS=1: its compile pool would never see the hook) with the FX-graph and
 autograd caches off, so every Triton kernel goes through Triton's stages; the Inductor cache directory is
@@ -12,13 +13,15 @@ configs, hence the same kernels and keys as stock). `hooked` separates what the 
 cache directory, its compile-time work) from what the swapped kernels change. Then:
 
 - outputs: each worker runs every phase once more and hashes what it returns (loss and every gradient,
-  logits); stock_a vs stock_b says whether stock is deterministic, stock_a vs tuned whether the tuned run is
-  bitwise equal; where stock differs from itself (float atomics), the tuned run is judged against that
-  spread: no output tensor may differ from stock_a by more than stock_b does;
+  logits); the stock runs against each other say whether stock is deterministic, stock_a vs tuned whether
+  the tuned run is bitwise equal; where stock differs from itself (float atomics), the tuned run is judged
+  tensor by tensor against that spread (`spread`);
 - time: `--rounds` rounds; in each, the workers take turns (order rotated per round, one at a time on the
   GPU), each running `--steps` synchronised steps of every phase. Per round: `speedup` = stock_a / tuned,
-  `aa_control` = stock_a / stock_b, `hook_cost` = stock_a / hooked, `swap_effect` = hooked / tuned (above 1:
-  the second is faster); each reported as median with IQR and a bootstrap 95% CI.
+  `aa_control` = stock_a / stock_b (`aa_extra`: stock_a / stock_c, ...), `hook_cost` = stock_a / hooked,
+  `swap_effect` = hooked / tuned (above 1: the second is faster); each reported as median with IQR and a
+  bootstrap 95% CI over rounds. That interval does not cover the variance between worker processes (H200
+  call p6: A/A 0.894 with nothing swapped): read a speedup against the A/A ratios of the same run.
 """
 
 from __future__ import annotations
@@ -34,8 +37,12 @@ import tempfile
 import time
 from pathlib import Path
 
-ROLES = ("stock_a", "stock_b", "hooked", "tuned")
 HOOKED = ("hooked", "tuned")  # the roles that call chronos.triton.enable()
+
+
+def roles(stock_runs: int = 2) -> tuple[str, ...]:
+    """The worker roles: `stock_runs` stock processes (stock_a, stock_b, stock_c, ...), hooked, tuned."""
+    return (*(f"stock_{chr(ord('a') + i)}" for i in range(stock_runs)), *HOOKED)
 
 
 # ------------------------------------------------------------------ worker (one process per role)
@@ -60,6 +67,8 @@ def _load_workloads(path: Path):
 
 
 def worker(workload: str, role: str, db: str | None, workloads_py: Path) -> None:
+    if role not in HOOKED and not role.startswith("stock_"):
+        raise SystemExit(f"e2e worker: unknown role {role!r}")
     proto = os.fdopen(os.dup(1), "w")  # replies only; the workload's prints go to stderr
     os.dup2(2, 1)
     stats = None
@@ -180,21 +189,24 @@ def _max_abs(x, y) -> float:
     return float((x.double() - y.double()).abs().max()) if x.numel() else 0.0
 
 
-def spread(keep: Path, phase: str) -> dict:
-    """Where stock differs from itself (float atomics), per output tensor. Three runs use stock kernels:
-    stock_a, stock_b and hooked (the hook on an empty DB swaps nothing). A tensor all three give bitwise
-    alike is deterministic: the tuned run must give it bitwise. Elsewhere the tuned run's largest
-    |stock_a - tuned| must not exceed the largest difference between the stock runs (the envelope). The
-    offenders are listed (tensor index in the phase's outputs, shape, kind, differences)."""
+def spread(keep: Path, phase: str, stocks: tuple[str, ...] = ("stock_a", "stock_b")) -> dict:
+    """Where stock differs from itself (float atomics), per output tensor. The stock runs and hooked (the
+    hook on an empty DB swaps nothing) all use stock kernels. A tensor they all give bitwise alike is
+    deterministic: the tuned run must give it bitwise. Elsewhere the tuned run's largest |stock_a - tuned|
+    must not exceed the largest difference between stock_a and the other stock-kernel runs (the envelope;
+    more stock runs, `--stock-runs`, estimate it better). The offenders are listed (tensor index in the
+    phase's outputs, shape, kind, differences)."""
     import torch
 
-    a, b, h, t = (torch.load(keep / f"{r}_{phase}.pt", weights_only=True)
-                  for r in ("stock_a", "stock_b", "hooked", "tuned"))
+    def load(role: str) -> list:
+        return torch.load(keep / f"{role}_{phase}.pt", weights_only=True)
+
+    a, others, t = load(stocks[0]), [load(r) for r in (*stocks[1:], "hooked")], load("tuned")
     offenders, deterministic, stock_max, tuned_max = [], 0, 0.0, 0.0
-    for i, (x, y, w, z) in enumerate(zip(a, b, h, t, strict=True)):
-        envelope, got = max(_max_abs(x, y), _max_abs(x, w)), _max_abs(x, z)
+    for i, (x, z, *ys) in enumerate(zip(a, t, *others, strict=True)):
+        envelope, got = max(_max_abs(x, y) for y in ys), _max_abs(x, z)
         stock_max, tuned_max = max(stock_max, envelope), max(tuned_max, got)
-        if _bitwise(x, y) and _bitwise(x, w):
+        if all(_bitwise(x, y) for y in ys):
             deterministic += 1
             if not _bitwise(x, z):
                 offenders.append({"tensor": i, "shape": list(x.shape), "kind": "deterministic",
@@ -219,25 +231,28 @@ def run(args: argparse.Namespace) -> dict:
     empty = work / "empty.sqlite"
     with TunedDB(empty):  # created with no entries: the `hooked` control
         pass
+    R = roles(args.stock_runs)
+    stocks = R[:args.stock_runs]
     workers = {role: Worker(args, role, {**base, "TRITON_CACHE_DIR": str(work / role)},
                             logs / f"e2e_{args.workload}_{role}.log", empty if role == "hooked" else args.db)
-               for role in ROLES}
+               for role in R}
     t0 = time.perf_counter()
     warm = {"stock_a": workers["stock_a"].ask("warm", steps=args.warmup)}  # autotunes first, alone
-    for role in ROLES[1:]:
+    for role in R[1:]:
         workers[role].send("warm", steps=args.warmup)
-    warm.update({role: workers[role].recv() for role in ROLES[1:]})
+    warm.update({role: workers[role].recv() for role in R[1:]})
     compile_s = time.perf_counter() - t0
-    dig = {role: warm[role]["digests"] for role in ROLES}
-    unstable = [p for p in dig["stock_a"] if dig["stock_a"][p] != dig["stock_b"][p]]
+    dig = {role: warm[role]["digests"] for role in R}
+    self_equal = {p: all(dig[s][p] == dig["stock_a"][p] for s in stocks) for p in dig["stock_a"]}
+    unstable = [p for p, ok in self_equal.items() if not ok]
     keep = work / "outputs"
     keep.mkdir()
     for w in workers.values():
         w.ask("keep", phases=unstable, dir=str(keep))
     steps = steps_per_phase(workers["stock_a"].ask("time", steps=1)["times"], args.steps, args.round_seconds)
-    times = {role: [] for role in ROLES}
+    times = {role: [] for role in R}
     for r in range(args.rounds):
-        order = ROLES[r % len(ROLES):] + ROLES[:r % len(ROLES)]
+        order = R[r % len(R):] + R[:r % len(R)]
         for role in order:
             times[role].append(workers[role].ask("time", steps=steps)["times"])
     for w in workers.values():
@@ -257,12 +272,14 @@ def run(args: argparse.Namespace) -> dict:
         "deterministic_algorithms": args.deterministic,
         "compile_and_warm_s": round(compile_s, 1), "hook": warm["tuned"]["hook"],
         "hooked_outputs_equal": dig["stock_a"] == dig["hooked"],
-        "stock_deterministic": dig["stock_a"] == dig["stock_b"],
+        "stock_runs": args.stock_runs,
+        "stock_deterministic": all(self_equal.values()),
         "outputs_equal": dig["stock_a"] == dig["tuned"],
         "phases_equal": {p: dig["stock_a"][p] == dig["tuned"][p] for p in dig["stock_a"]},
-        "stock_self_equal": {p: dig["stock_a"][p] == dig["stock_b"][p] for p in dig["stock_a"]},
-        "within_stock_spread": {p: spread(keep, p) for p in unstable},
+        "stock_self_equal": self_equal,
+        "within_stock_spread": {p: spread(keep, p, stocks) for p in unstable},
         "speedup": ratios("stock_a", "tuned"), "aa_control": ratios("stock_a", "stock_b"),
+        "aa_extra": {s: ratios("stock_a", s) for s in stocks[2:]},  # stock_a / stock_c, ...
         "hook_cost": ratios("stock_a", "hooked"), "swap_effect": ratios("hooked", "tuned"),
         "per_phase": phase_ratios("stock_a", "tuned"),
         "per_phase_hook_cost": phase_ratios("stock_a", "hooked"),
@@ -288,7 +305,10 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--deterministic", action="store_true",
                    help="workers run torch.use_deterministic_algorithms(True, warn_only=True): stock repeats "
                         "itself where torch has deterministic kernels, so more phases compare bitwise")
-    p.add_argument("--worker", choices=ROLES)
+    p.add_argument("--stock-runs", type=int, default=2, choices=range(2, 9),
+                   help="stock worker processes (stock_a, stock_b, ...): more estimate stock's own spread "
+                        "and the A/A better")
+    p.add_argument("--worker", help="(internal) the role of this worker process")
     args = p.parse_args(argv)
     if args.worker:
         return worker(args.workload, args.worker, str(args.db), args.workloads)

@@ -9,7 +9,7 @@
 #   e2e       scripts/e2e.py on each workload in E2E_WORKLOADS that has a tuned DB: step time stock vs tuned,
 #             side by side, outputs compared bitwise -> data/kernels/captured/<w>/e2e.json (SKIP_DONE=1: not
 #             where that file exists, i.e. a call that finishes what an earlier one left); E2E_EXTRA: more
-#             e2e.py flags (--deterministic; E2E_OUT: another result file name than e2e.json)
+#             e2e.py flags (--stock-runs 4, --deterministic; E2E_OUT: another result file name than e2e.json)
 # A step that would start after DEADLINE is skipped and said so. The captures (without their inputs and
 # caches), the store, the tune parts, the e2e results and every log come back in one $OUT/result_$TAG.tgz,
 # refreshed after every step (the device returns at most 8 files).

@@ -48,7 +48,7 @@ def test_e2e_compares_outputs_bitwise_and_pairs_rounds(tmp_path):
     out = tmp_path / "e2e.json"
     cmd = [sys.executable, str(ROOT / "scripts/e2e.py"), "toy", "--db", str(tmp_path / "t.sqlite"),
            "--workloads", str(tmp_path / "toy.py"), "--out", str(out), "--rounds", "4", "--steps", "1",
-           "--warmup", "1", "--round-seconds", "0"]
+           "--warmup", "1", "--round-seconds", "0", "--stock-runs", "3"]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
     assert res.returncode == 0, res.stderr
     r = json.loads(out.read_text())
@@ -59,7 +59,8 @@ def test_e2e_compares_outputs_bitwise_and_pairs_rounds(tmp_path):
     assert r["within_stock_spread"]["per_process"]["max_abs_stock"] > 0
     assert r["hook"]["enabled"] and r["hook"]["swapped"] == 0
     assert r["speedup"]["rounds"] == 4
-    assert all(len(r["times"][w]) == 4 for w in ("stock_a", "stock_b", "hooked", "tuned"))
+    assert all(len(r["times"][w]) == 4 for w in ("stock_a", "stock_b", "stock_c", "hooked", "tuned"))
+    assert r["stock_runs"] == 3 and list(r["aa_extra"]) == ["stock_c"]
     assert r["hooked_outputs_equal"] is False  # per_process differs, train does not
     assert r["hook_cost"]["rounds"] == r["swap_effect"]["rounds"] == 4
     lo, hi = r["speedup"]["ci95"]
@@ -102,3 +103,5 @@ def test_spread_demands_bitwise_where_stock_repeats_itself_and_the_envelope_else
     assert not moved["within"] and moved["offenders"][0]["kind"] == "deterministic"
     wide = judged([det, racy + 2.0 ** -6])  # beyond what the stock runs differ by
     assert [o["kind"] for o in wide["offenders"]] == ["racy"]
+    torch.save([det, racy - 2.0 ** -6], tmp_path / "stock_c_train.pt")  # a third stock run differs as much
+    assert e2e.spread(tmp_path, "train", ("stock_a", "stock_b", "stock_c"))["within"]

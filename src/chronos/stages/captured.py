@@ -95,7 +95,7 @@ def e2e_summary(e2e: dict) -> dict:
     """scripts/e2e.py's result without its per-round times: ratios, bitwise verdicts, the DB it ran with."""
     out = {k: e2e[k] for k in ("speedup", "aa_control", "outputs_equal", "stock_deterministic", "hook_cost",
                                "swap_effect", "hooked_outputs_equal", "phases_equal", "stock_self_equal",
-                               "deterministic_algorithms") if k in e2e}
+                               "deterministic_algorithms", "stock_runs", "aa_extra") if k in e2e}
     out["within_stock_spread"] = {  # the phases where stock differs from itself
         p: {k: v for k, v in w.items() if k != "offenders"} | {"offenders": len(w.get("offenders", []))}
         for p, w in (e2e.get("within_stock_spread") or {}).items()}
