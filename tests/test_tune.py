@@ -151,8 +151,9 @@ def test_float_atomics_mark_a_kernel_that_cannot_be_verified_bit_exactly():
 
 def test_a_set_the_confirming_comparison_does_not_confirm_never_deploys(tmp_path, capsys):
     from chronos.config import Config
+    from chronos.deploy_rule import deploys
     from chronos.kernels.spec import load_specs
-    from chronos.tune import confirm_one, deploys
+    from chronos.tune import confirm_one
     from tests.search.test_timed import CompareStandIn
 
     work = _workload(tmp_path)

@@ -28,6 +28,7 @@ import re
 import time
 from pathlib import Path
 
+from chronos.deploy_rule import deploys
 from chronos.errors import ChronosError
 
 
@@ -205,7 +206,8 @@ def confirm_one(spec, specs_json: Path, backend, tuned_ptx: str, actions, cfg) -
     """A fresh side-by-side comparison of the baseline, the returned set and the baseline again (an A/A
     control inside it). The best of many contenders in one comparison tends to look faster there than it
     is (the winner's curse): on the H200, sets chosen on graph-timed kernels under 20 µs often measured
-    slower in the next comparison (data/headroom). The verdict here decides deployment (`deploys`)."""
+    slower in the next comparison (data/headroom). The verdict here decides deployment
+    (chronos.deploy_rule)."""
     from chronos.kernels.spec import load_module
     from chronos.ptx import emit
     from chronos.search.timed import time_row
@@ -223,11 +225,6 @@ def confirm_one(spec, specs_json: Path, backend, tuned_ptx: str, actions, cfg) -
             "aa_ratio": aa.ratio if aa else None, "aa_ci": [aa.low, aa.high] if aa else None,
             "measured_at": cmp.provenance.get("created_at", "")}
 
-
-def deploys(row: dict) -> bool:
-    """A part's set deploys when it was returned and, where a confirmation was measured, confirmed faster."""
-    confirmed = (row.get("confirm") or {"verdict": "faster"})["verdict"] == "faster"
-    return row.get("returned", "baseline") != "baseline" and confirmed
 
 
 _FLOAT_ATOMIC = re.compile(r"(?<![\w.])((?:atom|red)\.global[\w.:]*\.(?:f16|bf16|f32|f64)(?:x2)?)\b")

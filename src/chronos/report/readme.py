@@ -281,9 +281,8 @@ def headroom_section(headroom: dict | None) -> list[str]:
              "|---|---|---|---|---|---|---|"]
     for r in sorted(rows, key=lambda r: -r["speedup"]):
         b, ci = r["best"], r["best"].get("ci")
-        found = b["actions"] and ci
-        speed = f"{r['speedup']:.3f} ({1 / ci[1]:.3f}–{1 / ci[0]:.3f})"
-        interval = f"{speed} {b['verdict']}" if found else "1 (stop)"
+        interval = (f"{r['speedup']:.3f} ({1 / ci[1]:.3f}–{1 / ci[0]:.3f}) {b['verdict']}"
+                    if b["actions"] and ci else "1 (stop)")
         lines.append(f"| {r['family']} | {r['kernel'][:48]} | {r['baseline_ms'] * 1e3:.1f} | "
                      f"{_roofline(r['roofline_fraction'])} | {'+'.join(b['actions']) or '—'} | {interval} | "
                      f"{r['gain_family'] or '—'} |")

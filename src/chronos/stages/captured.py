@@ -22,6 +22,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from chronos.deploy_rule import confirmation, deploys
 from chronos.stages.common import read_json, run_stage, write_json
 
 
@@ -53,9 +54,8 @@ def tune_summary(parts: list[dict]) -> dict:
             counts["unmeasured"] += 1
             reasons[row.get("error") or base.get("reason") or row.get("verdict", "?")] += 1
             continue
-        returned = row.get("returned", "baseline") != "baseline"
-        confirm = row.get("confirm") or {"verdict": "faster"}  # chronos.tune.deploys: measured again
-        deployed = returned and confirm["verdict"] == "faster"
+        returned, deployed = row.get("returned", "baseline") != "baseline", deploys(row)
+        confirm = confirmation(row)
         counts["not_confirmed"] += returned and not deployed
         counts["faster" if deployed else "unchanged"] += 1
         counts["slower"] += int(row.get("speedup_time", 1.0) < 1.0 and deployed)

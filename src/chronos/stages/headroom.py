@@ -114,14 +114,14 @@ def summary(rows: list[dict]) -> dict:
     }
 
 
-def _search(args, cfg, backend, space, family, specs_json, spec, part: Path) -> dict:
+def _search(cfg, backend, replay: bool, space, family, specs_json, spec, part: Path) -> dict:
     """Run (gpu: and record) or replay one kernel's search; the row the report takes, or an error row."""
     racy = float_atomics(read_ptx(specs_json, spec))
     if racy:  # as in tune: no variant of it can be verified bit-exactly (nor its baseline against itself)
         why = f"skipped: float atomics ({', '.join(racy)})"
         return {"family": family, "kernel": spec.kernel, "error": why}
     recorded = json.loads(part.read_text()) if part.is_file() else None
-    if isinstance(backend, ReplayBackend) and recorded is None:
+    if replay and recorded is None:
         return {"family": family, "kernel": spec.kernel, "error": "not_measured (run this stage on a GPU)"}
     try:
         module = load_module(specs_json, spec)
@@ -151,7 +151,7 @@ def _body(args, cfg) -> int:
                 if gpu and not part.is_file() and time.perf_counter() - t0 > budget:
                     rows.append({"family": family, "kernel": spec.kernel, "error": "not_measured (budget)"})
                     continue
-                rows.append(_search(args, cfg, backend, space, family, specs_json, spec, part))
+                rows.append(_search(cfg, backend, not gpu, space, family, specs_json, spec, part))
                 r = rows[-1]
                 print(
                     f"headroom: {family:16s} {spec.kernel[:60]:60s} "
