@@ -2,6 +2,11 @@
 # Device calls for #13 (capture -> tune -> deploy). STEPS picks what runs, in this order:
 #   capture   chronos capture of each workload in WORKLOADS (scripts/workloads.py, --profile: Triton's share
 #             of GPU time) into data/kernels/captured/<w>; CAP_TIMEOUT seconds each
+#   recapture chronos capture of each workload in WORKLOADS into /tmp/recap/<w> (inputs kept), and
+#             scripts/adopt_inputs.py gives data/kernels/captured/<w> those captured inputs (identical PTX
+#             only; a kernel whose tune part has an invalid baseline takes the recapture's spec and is tuned
+#             again: TUNE_EXTRA=--retry-invalid). The inputs stay on the device (git-ignored, size): a tune
+#             with TUNE_EXTRA=--reconfirm-captured in the same call verifies the deployed sets on them
 #   tune      chronos tune of each captured workload (gpu backend, Triton's ptxas), TUNE_BUDGET seconds each
 #             at most, less when the call's DEADLINE (seconds from the start) would not leave E2E_RESERVE;
 #             TUNE_EXTRA: more tune flags (--retry-invalid: kernels whose part file was removed and whose stored
@@ -58,6 +63,16 @@ for s in ${STEPS:-}; do
         grep '^{"workload"' "$LOGS/capture_$w.log" | tail -1 | python3 -c "import json, sys; d = json.load(sys.stdin); \
 d['provenance'] = {'versions': open('$LOGS/provenance.txt').read().splitlines(), 'command': 'scripts/gpu_run_capture.sh capture, TAG=$TAG'}; \
 print(json.dumps(d, indent=1))" > $d/profile.json ;;
+      recapture)
+        r=/tmp/recap/$w; rm -rf $r
+        timeout ${CAP_TIMEOUT:-150} python3 -m chronos.cli capture --out $r --workload $w -- \
+          python3 scripts/workloads.py $w --steps 2 > "$LOGS/recapture_$w.log" 2>&1
+        echo "recapture $w: exit $?" | tee -a $SUMMARY
+        [ -f $r/specs.json ] || python3 -m chronos.cli capture --out $r --workload $w --assemble-only \
+          >> "$LOGS/recapture_$w.log" 2>&1
+        python3 scripts/adopt_inputs.py $r $d --respec-invalid --out $LOGS/adopt_$w.json \
+          >> "$LOGS/recapture_$w.log" 2>&1
+        grep "^capture \|^adopt " "$LOGS/recapture_$w.log" | tail -3 | tee -a $SUMMARY ;;
       tune)
         budget=$(( ($(left) - E2E_RESERVE) / n - 60 )); [ $budget -gt ${TUNE_BUDGET:-60} ] && budget=${TUNE_BUDGET:-60}
         [ $budget -lt 10 ] && budget=10

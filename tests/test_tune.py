@@ -172,3 +172,42 @@ def test_a_set_the_confirming_comparison_does_not_confirm_never_deploys(tmp_path
     part.write_text(json.dumps({**json.loads(part.read_text()), "confirm": slower}))
     assert main(["tune", str(work), "--parts", str(parts), "--merge-only", "--db", str(db)]) == 0
     assert "'not_confirmed': 1, 'entries': 0" in capsys.readouterr().out
+
+
+def test_reconfirm_captured_compares_deployed_sets_again_on_the_captured_inputs(tmp_path):
+    import argparse
+
+    import numpy as np
+
+    from chronos.config import Config
+    from chronos.tune import reconfirm_captured
+    from tests.search.test_timed import CompareStandIn
+
+    work = _workload(tmp_path)
+    specs = json.loads((work / "specs.json").read_text())
+    row_spec = next(s for s in specs if s["kernel"] == "rowmax_f32_r64_c8192")
+    arg = next(a for a in row_spec["args"] if a["kind"] == "buffer" and a["role"] == "input")
+    arg["data"] = "inputs/rowmax/0.npy"
+    (work / "specs.json").write_text(json.dumps(specs))
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    earlier = {"verdict": "faster", "ratio": 0.9}
+    for k, returned in (("rowmax_f32_r64_c8192", "cache_cs"), ("softmax_r32_c128", "cache_cs"),
+                        ("layernorm_f16_r64_c4096", "baseline")):
+        (parts / f"{k}.json").write_text(json.dumps({"kernel": k, "returned": returned, "confirm": earlier}))
+        (parts / f"{k}.ptx").write_text((work / f"{k}.ptx").read_text())
+    args = argparse.Namespace(kernel=None, only=None, budget=None)
+    backend = CompareStandIn()
+    # the captured file is absent (a clone): nothing to verify on, nothing compared
+    assert reconfirm_captured(args, work / "specs.json", parts, backend, Config()) == 0 and not backend.calls
+    (work / "inputs/rowmax").mkdir(parents=True)
+    np.save(work / "inputs/rowmax/0.npy", np.zeros(arg["elements"], dtype=np.float32))
+    assert reconfirm_captured(args, work / "specs.json", parts, backend, Config()) == 1
+    assert backend.calls == [[(), ("cache_cs",), ()]] and backend.remeasure is False
+    row = json.loads((parts / "rowmax_f32_r64_c8192.json").read_text())
+    assert row["confirm_history"] == [earlier] and row["confirm"]["verdict"] == "faster"
+    assert row["confirm_inputs"] == {"captured": [arg["name"]], "draws": Config().measure.input_draws}
+    # softmax has no captured input and layernorm does not deploy: untouched; a second pass does nothing
+    assert "confirm_inputs" not in json.loads((parts / "softmax_r32_c128.json").read_text())
+    assert reconfirm_captured(args, work / "specs.json", parts, backend, Config()) == 0
+    assert len(backend.calls) == 1

@@ -51,6 +51,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="deploy a returned set on its one comparison, without comparing it again")
     p.add_argument("--confirm", action="store_true",
                    help="first compare once more every recorded returned set that has no confirmation")
+    p.add_argument("--reconfirm-captured", action="store_true",
+                   help="(gpu) compare once more every deployed set whose confirmation ran without the "
+                        "captured inputs, now present (the earlier one moves to confirm_history)")
     p.add_argument("--merge-only", action="store_true", help="only write --db from existing parts")
     p.add_argument("--backend", choices=("gpu", "replay", "auto"), default="auto")
     p.add_argument("--store", type=Path, default=Path("data/store/measurements.sqlite"))
@@ -143,6 +146,8 @@ def tune_kernels(args: argparse.Namespace, parts: Path) -> dict:
     with backend_with_atlas(args.backend, args.store, cfg.measure, **kw) as backend:
         if args.confirm:
             counts["confirmed"] = confirm_recorded(args, specs_json, parts, backend, cfg)
+        if args.reconfirm_captured and args.backend != "replay":
+            counts["reconfirmed"] = reconfirm_captured(args, specs_json, parts, backend, cfg)
         for spec in progress(todo, desc="tune", unit="kernel"):
             if args.budget is not None and time.perf_counter() - t0 > args.budget:
                 counts["left"].append(spec.kernel)
@@ -181,6 +186,42 @@ def confirm_recorded(args, specs_json: Path, parts: Path, backend, cfg) -> int:
     return done
 
 
+def captured_present(spec) -> list[str]:
+    """The arguments of `spec` whose captured data file is present (draw 0 verifies on them)."""
+    return sorted(a.name for a in spec.args if a.data and Path(a.data).is_file())
+
+
+def reconfirm_captured(args, specs_json: Path, parts: Path, backend, cfg) -> int:
+    """--reconfirm-captured: a deployed set confirmed without the captured inputs is compared again with
+    them present (draw 0 = the captured tensors, draw 1 fresh), measured anew rather than answered by the
+    store; the row's `confirm` becomes this comparison (the newest, which replay answers with) and
+    `confirm_inputs` names the captured arguments it verified on. Returns how many stayed faster."""
+    from chronos.deploy_rule import deploys
+
+    done, t0 = 0, time.perf_counter()
+    for spec in _selected(specs_json, args.kernel, args.only):
+        part = parts / f"{spec.kernel}.json"
+        row = json.loads(part.read_text()) if part.is_file() else {}
+        present = captured_present(spec)
+        if not deploys(row) or "confirm_inputs" in row or not present:
+            continue
+        if args.budget is not None and time.perf_counter() - t0 > args.budget:
+            break
+        tuned = (parts / f"{spec.kernel}.ptx").read_text()
+        backend.remeasure = True
+        try:
+            again = confirm_one(spec, specs_json, backend, tuned, row["returned"].split("+"), cfg)
+        finally:
+            backend.remeasure = False
+        row["confirm_history"] = [*row.get("confirm_history", []), row.get("confirm")]
+        row["confirm"], row["confirm_inputs"] = again, {"captured": present, "draws": cfg.measure.input_draws}
+        part.write_text(json.dumps(row, indent=1) + "\n")
+        done += again["verdict"] == "faster"
+        print(f"tune: reconfirm on captured inputs {spec.kernel:44s} {again['verdict']} {again.get('ratio')}",
+              flush=True)
+    return done
+
+
 def tune_one(spec, specs_json: Path, backend, policy, cfg, fixed=(), confirm=True) -> tuple[dict, str]:
     """One kernel's side-by-side comparison (chronos.optimize_time) -> (its part row, the PTX to deploy or
     "" when the baseline stays). A ChronosError becomes the row's `error`: the caller's run goes on. With
@@ -195,7 +236,7 @@ def tune_one(spec, specs_json: Path, backend, policy, cfg, fixed=(), confirm=Tru
     except ChronosError as e:
         return {"kernel": spec.kernel, "verdict": "unmeasured", "error": " ".join(str(e).split())[:400]}, ""
     row = {**res.to_json(), "provenance": backend.provenance(), "verified_draws": cfg.measure.input_draws,
-           "captured_inputs": sorted(a.name for a in spec.args if a.data and Path(a.data).is_file())}
+           "captured_inputs": captured_present(spec)}
     returned = row.get("returned", "baseline") != "baseline"
     if returned and confirm:
         row["confirm"] = confirm_one(spec, specs_json, backend, res.ptx, row["returned"].split("+"), cfg)
@@ -299,7 +340,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"tune: {counts['done']} tuned, {counts['failed']} failed, {counts['skipped']} skipped, "
               f"{len(counts['left'])} left by the "
               f"budget{': ' + ', '.join(counts['left'][:8]) if counts['left'] else ''}"
-              + (f"; {counts['confirmed']} recorded sets confirmed faster" if "confirmed" in counts else ""))
+              + (f"; {counts['confirmed']} recorded sets confirmed faster" if "confirmed" in counts else "")
+              + (f"; {counts['reconfirmed']} deployed sets faster again on the captured inputs"
+                 if "reconfirmed" in counts else ""))
     if args.db:
         print(f"tune: tuned DB {args.db}: {write_db(args.dir, parts, args.db)}")
     return 0

@@ -64,3 +64,13 @@ def test_a_record_the_store_cannot_reproduce_fails_the_stage(tmp_path):
     assert tune_captured.main(argv) == 1
     flex = json.loads(out.read_text())["workloads"]["flex"]
     assert flex["disagreements"] == {row["kernel"]: [".returned"]}
+
+
+def test_a_reconfirmation_on_captured_inputs_is_compared_but_its_record_only_facts_are_not():
+    rec = {"returned": "cache_cs", "confirm": {"ratio": 0.93}, "confirm_history": [{"ratio": 0.95}],
+           "confirm_inputs": {"captured": ["p0"], "draws": 2}}
+    assert tune_captured.differences({"returned": "cache_cs", "confirm": {"ratio": 0.93}}, rec) == []
+    assert tune_captured.differences({"returned": "cache_cs", "confirm": {"ratio": 0.95}}, rec) == [
+        ".confirm.ratio"]
+    # only at the top of a row: the same names deeper down are compared as any field
+    assert tune_captured.differences({"x": {}}, {"x": {"confirm_inputs": 1}}) == [".x.confirm_inputs"]

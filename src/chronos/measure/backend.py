@@ -124,6 +124,7 @@ class GpuBackend:
 
         self.config = config or MeasureConfig()
         self.retry_invalid = retry_invalid  # re-measure stored invalid records (the newest record wins)
+        self.remeasure = False  # compare even where the store has the comparison (tune's re-confirmation)
         self.realize = realize
         self.store = Store(store_path)
         self.ptxas = str(ptxas or find_ptxas())

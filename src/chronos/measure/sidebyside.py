@@ -6,7 +6,8 @@ variants[0] must be the baseline: its cubin is the verification reference and it
 contender 0 in the same rounds. On the GPU the contenders are compiled on the ptxas pool, sent to one worker
 as one job (chronos.measure.timing.compare) and the answer is stored, keyed by the contenders' PTX hashes in
 order and the timing config; a stored comparison is not measured again (runs resume), except one whose
-baseline was invalid when the backend has `retry_invalid`. A fault in a worker
+baseline was invalid when the backend has `retry_invalid`, and none while it has `remeasure` (its newest
+record is then the one replay answers with). A fault in a worker
 loses the job, not the run: each challenger is then tried alone beside the baseline, the ones that fault are
 marked `fault:<CUDA error>` and the rest are compared again together.
 """
@@ -53,7 +54,7 @@ def gpu_compare(backend, spec: KernelSpec, variants: list[Variant], timing: Timi
         cmp = Comparison.from_json({**hit[0], "provenance": hit[1]})
         # retry_invalid: a comparison whose baseline was invalid measured nothing; measure it again (the
         # newest record is the one replay answers with)
-        if cmp.baseline.valid or not backend.retry_invalid:
+        if (cmp.baseline.valid or not backend.retry_invalid) and not backend.remeasure:
             return cmp
     futs = {}
     for v in variants:  # copies of one PTX (the A/A test) compile once

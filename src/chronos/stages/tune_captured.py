@@ -31,6 +31,9 @@ from chronos.stages.common import EXIT_OK, EXIT_PARTIAL, command_line, run_stage
 from chronos.stages.measuring import add_backend_arguments, open_backend
 
 LOGP_TOLERANCE = 2e-3
+# facts of the device run that a replay on a clone cannot re-derive: the confirmations a re-confirmation on
+# the captured inputs (git-ignored) replaced, and which captured arguments it verified on
+RECORD_ONLY = ("confirm_history", "confirm_inputs")
 
 
 def _arguments(ap) -> None:
@@ -43,7 +46,7 @@ def _arguments(ap) -> None:
 def differences(replayed, recorded, path: str = "") -> list[str]:
     """Where two part rows differ (dotted paths); `logp` values within LOGP_TOLERANCE are equal."""
     if isinstance(replayed, dict) and isinstance(recorded, dict):
-        return [d for k in sorted(set(replayed) | set(recorded))
+        return [d for k in sorted(set(replayed) | set(recorded)) if not (path == "" and k in RECORD_ONLY)
                 for d in differences(replayed.get(k), recorded.get(k), f"{path}.{k}")]
     if isinstance(replayed, list) and isinstance(recorded, list) and len(replayed) == len(recorded):
         return [d for i, (a, b) in enumerate(zip(replayed, recorded, strict=True))

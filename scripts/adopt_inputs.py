@@ -1,0 +1,103 @@
+"""Give the committed captured corpus its captured inputs again, from a recapture on the device (#13).
+
+    python3 scripts/adopt_inputs.py RECAPTURE_DIR CORPUS_DIR [--respec-invalid] [--out adopt.json]
+
+The inputs that `chronos capture` records are git-ignored (size), so a clone's corpus verifies on fresh
+draws only. A recapture of the same workload on the same software compiles the same kernels (their names
+hold Triton's compile hash and the launch signature's hash); for every corpus kernel whose recaptured PTX is
+byte-identical, each captured argument's file is copied to the path the corpus spec names, then read back
+through the spec (`captured_data`: a file that does not fit its argument is removed and counted). Nothing
+of the corpus's specs changes, except with --respec-invalid: a kernel whose tune part records an invalid
+baseline takes the recapture's arguments (a fixed capture, e.g. integer ranges taken over a tensor's own
+elements) and its part is removed, so that `chronos tune --retry-invalid` measures it again. Prints and
+writes (--out) what it did per outcome.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from collections import Counter
+from pathlib import Path
+
+from chronos.errors import SpecError
+from chronos.kernels.spec import load_specs, read_ptx
+from chronos.measure.inputs import captured_data
+
+
+def _raw(d: Path) -> list[dict]:
+    return json.loads((d / "specs.json").read_text())
+
+
+def respec_invalid(recap: Path, corpus: Path) -> list[str]:
+    """Kernels whose tune part has an invalid baseline take the recapture's args; their parts go."""
+    new = {k["kernel"]: k for k in _raw(recap)}
+    raw, changed = _raw(corpus), []
+    for k in raw:
+        part = corpus / "tune-parts" / f"{k['kernel']}.json"
+        if not part.is_file() or k["kernel"] not in new:
+            continue
+        if json.loads(part.read_text()).get("baseline", {}).get("valid", True):
+            continue
+        if k["args"] != new[k["kernel"]]["args"]:
+            k["args"] = new[k["kernel"]]["args"]
+            changed.append(k["kernel"])
+            part.unlink()
+            part.with_suffix(".ptx").unlink(missing_ok=True)
+    (corpus / "specs.json").write_text(json.dumps(raw, indent=1) + "\n")
+    return changed
+
+
+def adopt(recap: Path, corpus: Path) -> dict:
+    new = {s.kernel: s for s in load_specs(recap / "specs.json")}
+    raw = {k["kernel"]: k for k in _raw(corpus)}
+    outcome: Counter = Counter()
+    for spec in load_specs(corpus / "specs.json"):
+        other = new.get(spec.kernel)
+        if other is None:
+            outcome["kernel_not_recaptured"] += 1
+            continue
+        if read_ptx(recap / "specs.json", other) != read_ptx(corpus / "specs.json", spec):
+            outcome["ptx_differs"] += 1
+            continue
+        theirs = {a.name: a for a in other.args}
+        for arg, rel in zip(spec.args, raw[spec.kernel]["args"], strict=True):
+            src = theirs.get(arg.name)
+            if not arg.data:
+                continue
+            if src is None or not src.data or not Path(src.data).is_file():
+                outcome["input_not_recaptured"] += 1
+                continue
+            Path(arg.data).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src.data, arg.data)
+            try:
+                captured_data(spec, arg)
+                outcome["input_adopted"] += 1
+            except SpecError as e:
+                print(f"adopt: {spec.kernel} {rel['name']}: {e}", file=sys.stderr)
+                Path(arg.data).unlink()
+                outcome["input_unfit"] += 1
+    return dict(outcome)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("recapture", type=Path)
+    ap.add_argument("corpus", type=Path)
+    ap.add_argument("--respec-invalid", action="store_true")
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args()
+    result = {"corpus": str(args.corpus), "recapture": str(args.recapture)}
+    if args.respec_invalid:
+        result["respecified"] = respec_invalid(args.recapture, args.corpus)
+    result["inputs"] = adopt(args.recapture, args.corpus)
+    print(f"adopt {args.corpus}: {json.dumps(result)}")
+    if args.out:
+        args.out.write_text(json.dumps(result, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
