@@ -4,8 +4,10 @@
 
 The inputs that `chronos capture` records are git-ignored (size), so a clone's corpus verifies on fresh
 draws only. A recapture of the same workload on the same software compiles the same kernels (their names
-hold Triton's compile hash and the launch signature's hash); for every corpus kernel whose recaptured PTX is
-byte-identical, each captured argument's file is copied to the path the corpus spec names, then read back
+hold Triton's compile hash and the launch signature's hash; a kernel compiled under another path has
+another compile hash, so the entry and signature hash find it then); for every corpus kernel whose
+recaptured PTX is identical but for its `.file` lines (that path), each captured argument's file is copied
+to the path the corpus spec names, then read back
 through the spec (`captured_data`: a file that does not fit its argument is removed and counted). Nothing
 of the corpus's specs changes, except with --respec-invalid: a kernel whose tune part records an invalid
 baseline takes the recapture's arguments (a fixed capture, e.g. integer ranges taken over a tensor's own
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import sys
 from collections import Counter
@@ -25,6 +28,8 @@ from pathlib import Path
 from chronos.errors import SpecError
 from chronos.kernels.spec import load_specs, read_ptx
 from chronos.measure.inputs import captured_data
+
+_FILE_LINE = re.compile(r"^\s*\.file\s.*\n", re.MULTILINE)
 
 
 def _raw(d: Path) -> list[dict]:
@@ -50,16 +55,28 @@ def respec_invalid(recap: Path, corpus: Path) -> list[str]:
     return changed
 
 
+def _launch_key(kernel: str) -> str:
+    """A kernel's name less Triton's compile hash: entry and launch-signature hash (capture._kernel_name)."""
+    entry, _, signature = kernel.rsplit("_", 2)
+    return f"{entry}_{signature}"
+
+
+def _code(ptx: str) -> str:
+    """PTX less its `.file` lines: they hold the path the workload was compiled under, nothing executed."""
+    return _FILE_LINE.sub("", ptx)
+
+
 def adopt(recap: Path, corpus: Path) -> dict:
     new = {s.kernel: s for s in load_specs(recap / "specs.json")}
+    by_launch = {_launch_key(k): s for k, s in new.items()}
     raw = {k["kernel"]: k for k in _raw(corpus)}
     outcome: Counter = Counter()
     for spec in load_specs(corpus / "specs.json"):
-        other = new.get(spec.kernel)
+        other = new.get(spec.kernel) or by_launch.get(_launch_key(spec.kernel))
         if other is None:
             outcome["kernel_not_recaptured"] += 1
             continue
-        if read_ptx(recap / "specs.json", other) != read_ptx(corpus / "specs.json", spec):
+        if _code(read_ptx(recap / "specs.json", other)) != _code(read_ptx(corpus / "specs.json", spec)):
             outcome["ptx_differs"] += 1
             continue
         theirs = {a.name: a for a in other.args}

@@ -2,7 +2,7 @@
 # Device calls for #13 (capture -> tune -> deploy). STEPS picks what runs, in this order:
 #   capture   chronos capture of each workload in WORKLOADS (scripts/workloads.py, --profile: Triton's share
 #             of GPU time) into data/kernels/captured/<w>; CAP_TIMEOUT seconds each
-#   recapture chronos capture of each workload in WORKLOADS into /tmp/recap/<w> (inputs kept), and
+#   recapture chronos capture of each workload in WORKLOADS again (inputs kept; to /tmp/recap/<w>), and
 #             scripts/adopt_inputs.py gives data/kernels/captured/<w> those captured inputs (identical PTX
 #             only; a kernel whose tune part has an invalid baseline takes the recapture's spec and is tuned
 #             again: TUNE_EXTRA=--retry-invalid). The inputs stay on the device (git-ignored, size): a tune
@@ -31,7 +31,7 @@ LOGS=logs_$TAG; mkdir -p $LOGS; SUMMARY=$OUT/summary_$TAG.txt
 { date -u; nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,temperature.gpu --format=csv;
   nproc; $CHRONOS_PTXAS --version | tail -2;
   python3 -c 'import pycuda, triton, torch, transformers; print("pycuda", pycuda.VERSION_TEXT, "triton", triton.__version__, "torch", torch.__version__, "transformers", transformers.__version__)';
-  python3 -c 'import tokenizers; print("tokenizers", tokenizers.__version__, tokenizers.__file__)'; } \
+  python3 -c 'import tokenizers; print("tokenizers", tokenizers.__version__, tokenizers.__file__)'; pwd; } \
   > "$LOGS/provenance.txt" 2>&1
 cp "$LOGS/provenance.txt" "$OUT/provenance_$TAG.txt"
 STORE=data/store/measurements.sqlite
@@ -64,12 +64,15 @@ for s in ${STEPS:-}; do
 d['provenance'] = {'versions': open('$LOGS/provenance.txt').read().splitlines(), 'command': 'scripts/gpu_run_capture.sh capture, TAG=$TAG'}; \
 print(json.dumps(d, indent=1))" > $d/profile.json ;;
       recapture)
-        r=/tmp/recap/$w; rm -rf $r
-        timeout ${CAP_TIMEOUT:-150} python3 -m chronos.cli capture --out $r --workload $w -- \
+        # captured where the corpus was (its path is in the PTX's .file lines and Triton's compile hash, so
+        # elsewhere every kernel would get another name): the corpus waits in /tmp meanwhile
+        r=/tmp/recap/$w; rm -rf $r /tmp/corpus_$w; mkdir -p /tmp/recap; mv $d /tmp/corpus_$w
+        timeout ${CAP_TIMEOUT:-150} python3 -m chronos.cli capture --out $d --workload $w -- \
           python3 scripts/workloads.py $w --steps 2 > "$LOGS/recapture_$w.log" 2>&1
         echo "recapture $w: exit $?" | tee -a $SUMMARY
-        [ -f $r/specs.json ] || python3 -m chronos.cli capture --out $r --workload $w --assemble-only \
+        [ -f $d/specs.json ] || python3 -m chronos.cli capture --out $d --workload $w --assemble-only \
           >> "$LOGS/recapture_$w.log" 2>&1
+        mv $d $r; mv /tmp/corpus_$w $d
         python3 scripts/adopt_inputs.py $r $d --respec-invalid --out $LOGS/adopt_$w.json \
           >> "$LOGS/recapture_$w.log" 2>&1
         grep "^capture \|^adopt " "$LOGS/recapture_$w.log" | tail -3 | tee -a $SUMMARY ;;

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import yaml
 
-from chronos.config_timing import HeadroomConfig, TimingConfig
+from chronos.config_timing import CensusConfig, HeadroomConfig, HeldoutConfig, TimingConfig
 from chronos.config_timing import check as _check
 from chronos.errors import ConfigError
 
@@ -100,8 +100,7 @@ class BCConfig:
         _check(self.batch_size >= 1, "bc.batch_size", f"must be >= 1, got {self.batch_size}")
         _check(self.hidden >= 1, "bc.hidden", f"must be >= 1, got {self.hidden}")
         _check(0 <= self.dropout < 1, "bc.dropout", f"must be in [0, 1), got {self.dropout}")
-        _check(0 <= self.heldout_fraction < 1, "bc.heldout_fraction",
-               f"must be in [0, 1), got {self.heldout_fraction}")
+        _check(0 <= self.heldout_fraction < 1, "bc.heldout_fraction", f"in [0, 1): {self.heldout_fraction}")
 
 
 TEMPERATURE_SCHEDULES = ("linear", "cosine", "exponential", "constant")
@@ -133,8 +132,7 @@ class GRPOConfig:
     invalid_penalty: float = EnvConfig.invalid_penalty
     seed: int = 0
     log_interval: int = 25
-    """Log a progress line every this many epochs (0: none). The greedy evaluation that picks the best
-    checkpoint runs every epoch regardless."""
+    """Log a progress line every this many epochs (0: none); the best checkpoint's pick runs every epoch."""
 
     def __post_init__(self) -> None:
         _check(self.epochs >= 1, "grpo.epochs", f"must be >= 1, got {self.epochs}")
@@ -289,6 +287,7 @@ class SearchConfig:
     atlas: AtlasSearchConfig = field(default_factory=AtlasSearchConfig)
     triton: TritonSearchConfig = field(default_factory=TritonSearchConfig)
     headroom: HeadroomConfig = field(default_factory=HeadroomConfig)
+    census: CensusConfig = field(default_factory=CensusConfig)
 
 
 @dataclass(frozen=True)
@@ -322,6 +321,7 @@ class Config:
     search: SearchConfig = field(default_factory=SearchConfig)
     confirm: ConfirmConfig = field(default_factory=ConfirmConfig)
     timing: TimingConfig = field(default_factory=TimingConfig)
+    heldout: HeldoutConfig = field(default_factory=HeldoutConfig)
 
     def __post_init__(self) -> None:
         spaces = ("seed", "v2")  # chronos.actions.SPACES' names: config sits below actions in the layers

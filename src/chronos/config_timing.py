@@ -1,6 +1,7 @@
 """The `timing:` block of params.yaml: how contenders are timed side by side (chronos.measure.timing) and how
-their verdicts are drawn (chronos.measure.verdicts). Its own module only to keep config.py short; config.load
-builds it like every other block.
+their verdicts are drawn (chronos.measure.verdicts); also the blocks of the stages built on those verdicts
+(search.headroom, search.census, heldout). Its own module only to keep config.py short; config.load builds
+them like every other block.
 
 Wall time is the objective of every multi-thread kernel. The seed's %clock64 cycles stay for its 1-thread
 gemm_tile family only (MeasureConfig), so nothing here enters MeasureConfig's hash and the seed's store keys
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import typing
 from dataclasses import asdict, dataclass
 
 from chronos.errors import ConfigError
@@ -103,8 +105,57 @@ class HeadroomConfig:
     """(gpu) no new kernel starts after this many seconds; the rest waits for the next run."""
     peak_gb_s: float = 4800.0
     """DRAM bandwidth of the GPU the roofline fraction is taken against (H200: 4.8 TB/s)."""
+    max_steps: int = 0
+    """Greedy steps per kernel; 0: search.greedy.max_steps. 1: step 0 alone, a census of single actions."""
+    SECTION: typing.ClassVar[str] = "search.headroom"
 
     def __post_init__(self) -> None:
-        check(self.space in ("seed", "v2"), "search.headroom.space", f"must be seed or v2: {self.space!r}")
-        check(self.per_family >= 1, "search.headroom.per_family", f"must be >= 1, got {self.per_family}")
-        check(self.peak_gb_s > 0, "search.headroom.peak_gb_s", f"must be > 0, got {self.peak_gb_s}")
+        s = self.SECTION
+        check(self.space in ("seed", "v2"), f"{s}.space", f"must be seed or v2: {self.space!r}")
+        check(self.per_family >= 1, f"{s}.per_family", f"must be >= 1, got {self.per_family}")
+        check(self.peak_gb_s > 0, f"{s}.peak_gb_s", f"must be > 0, got {self.peak_gb_s}")
+        check(self.max_steps >= 0, f"{s}.max_steps", f"must be >= 0, got {self.max_steps}")
+
+
+@dataclass(frozen=True)
+class CensusConfig(HeadroomConfig):
+    """Stage census (#14): step 0 of headroom's search on many more kernels per family, i.e. every legal
+    single action of the space beside the baseline in one side-by-side comparison: the measured outcomes
+    the held-out evaluation (stage heldout) scores policies, fixed actions and the oracle with."""
+
+    per_family: int = 24
+    budget_s: float = 480.0
+    max_steps: int = 1
+    SECTION: typing.ClassVar[str] = "search.census"
+
+
+@dataclass(frozen=True)
+class HeldoutConfig:
+    """Stage heldout (#14): leave-one-workload-out over the census's families. Per fold a v2 policy learns
+    the one-step decision (which single action, or stop) from the other families' census: behaviour cloning
+    of the measured best, then group-relative policy optimisation with the measured log(time ratio) as
+    reward (replayed, nothing is estimated), and is scored on the held-out family beside the best fixed
+    action and the oracle."""
+
+    hidden: int = 64
+    bc_epochs: int = 200
+    bc_lr: float = 1e-3
+    epochs: int = 1500
+    """GRPO epochs (each: every training kernel, `group` sampled actions, one update)."""
+    lr: float = 3e-4
+    group: int = 8
+    beta: float = 0.05
+    """Weight of the KL term towards the BC policy (the reference)."""
+    clip_eps: float = 0.2
+    temperature: float = 1.0
+    beam: int = 3
+    """The optimize path's beam: the policy's k most likely actions, the best measured one kept."""
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for k in ("hidden", "bc_epochs", "epochs", "group", "beam"):
+            check(getattr(self, k) >= 1, f"heldout.{k}", f"must be >= 1, got {getattr(self, k)}")
+        for k in ("bc_lr", "lr", "temperature"):
+            check(getattr(self, k) > 0, f"heldout.{k}", f"must be > 0, got {getattr(self, k)}")
+        check(self.beta >= 0, "heldout.beta", f"must be >= 0, got {self.beta}")
+        check(0 < self.clip_eps < 1, "heldout.clip_eps", f"must be in (0, 1), got {self.clip_eps}")

@@ -112,3 +112,35 @@ def test_the_report_takes_the_measured_families_and_lists_every_measured_kernel(
     assert lines[0].startswith("## Where is the headroom (v2")
     assert len([x for x in lines if "| captured/" in x]) == 1
     assert "l1_evict_first_streaming" in lines[4] and headroom_section(None) == []
+
+
+def test_the_census_section_measures_step_0_alone_and_replays_it(tmp_path, monkeypatch, ptxas):
+    import sys
+
+    from chronos.config import MeasureConfig
+    from chronos.measure.backend import GpuBackend
+
+    fake = str(ROOT / "tests/measure/fake_worker.py")
+    store = tmp_path / "m.sqlite"
+    monkeypatch.setattr(headroom, "open_backend", lambda args, cfg: GpuBackend(
+        store, MeasureConfig(watchdog_s=20), ptxas=str(ptxas), worker_argv=(sys.executable, fake, "ok")))
+    params = tmp_path / "params.yaml"
+    text = (ROOT / "params.yaml").read_text().replace("per_family: 24", "per_family: 2")
+    params.write_text(text.replace("captured/llama, captured/gpt2, captured/bert, captured/flex, triton_llm",
+                                   "captured/flex"))
+    argv = ["--params", str(params), "--kernels", str(ROOT / "data/kernels"), "--parts", str(tmp_path / "p"),
+            "--store", str(store), "--section", "census"]
+    assert headroom.main([*argv, "--out", str(tmp_path / "gpu.json")]) == 0
+    parts = sorted((tmp_path / "p/captured/flex").glob("*.json"))
+    assert len(parts) == 2
+    for p in parts:  # one step: the baseline and every legal single action in one comparison, and the
+        search = json.loads(p.read_text())  # step's winner judged again beside the baseline alone
+        assert len(search["trace"]) == 1
+        assert search["comparisons"] == (1 if search["trace"][0]["chosen"] == "stop" else 2)
+        assert search["trace"][0]["candidates"] and all(
+            len(c["actions"]) == 1 for c in search["trace"][0]["candidates"] if c.get("valid"))
+    monkeypatch.undo()
+    assert headroom.main([*argv, "--out", str(tmp_path / "replay.json"), "--backend", "replay"]) == 0
+    rep = json.loads((tmp_path / "replay.json").read_text())
+    assert rep["params"]["max_steps"] == 1 and rep["disagreements"] == []
+    assert all(r["as_recorded"] for r in rep["kernels"])

@@ -85,6 +85,92 @@ rule headroom:
         " --store data/store/measurements.sqlite --out reports/headroom.json --backend replay"
 
 
+# Stage headroom's step 0 on more kernels (issue #14): every single v2 action beside the baseline in one
+# comparison; on a GPU measured (data/census/), else replayed from the store and checked against that record.
+rule census:
+    input:
+        "data/census",
+        "data/kernels/captured",
+        "data/kernels/triton_llm",
+        "data/store/measurements.sqlite",
+        "data/store/atlas.sqlite",
+        "src/chronos/actions.py",
+        "src/chronos/config.py",
+        "src/chronos/config_timing.py",
+        "src/chronos/deploy_rule.py",
+        "src/chronos/errors.py",
+        "src/chronos/features.py",
+        "src/chronos/features_v2.py",
+        "src/chronos/gpu.py",
+        "src/chronos/kernels",
+        "src/chronos/loop_trips.py",
+        "src/chronos/measure",
+        "src/chronos/optimize_time.py",
+        "src/chronos/progress.py",
+        "src/chronos/ptx",
+        "src/chronos/rl",
+        "src/chronos/sass.py",
+        "src/chronos/search",
+        "src/chronos/stages/__init__.py",
+        "src/chronos/stages/common.py",
+        "src/chronos/stages/headroom.py",
+        "src/chronos/stages/measuring.py",
+        "src/chronos/toolchain.py",
+        "src/chronos/transforms",
+        "src/chronos/triton",
+        "src/chronos/tune.py",
+        "src/chronos/variant.py",
+    output:
+        "reports/census.json",
+    params:
+        tracked=tracked_params("measure", "search.greedy", "search.census", "timing"),
+    shell:
+        "python -m chronos.stages.headroom --params params.yaml --kernels data/kernels --parts data/census"
+        " --section census --store data/store/measurements.sqlite --out reports/census.json --backend replay"
+
+
+# Leave-one-workload-out over the census (issue #14): a one-step v2 policy (BC, then GRPO on the census's
+# measured log time ratios) against the best fixed action and the oracle, on each held-out family; CPU only.
+rule heldout:
+    input:
+        "data/census",
+        "data/kernels/captured",
+        "data/kernels/triton_llm",
+        "src/chronos/actions.py",
+        "src/chronos/config.py",
+        "src/chronos/config_timing.py",
+        "src/chronos/deploy_rule.py",
+        "src/chronos/errors.py",
+        "src/chronos/features.py",
+        "src/chronos/features_v2.py",
+        "src/chronos/gpu.py",
+        "src/chronos/kernels",
+        "src/chronos/loop_trips.py",
+        "src/chronos/measure",
+        "src/chronos/optimize_time.py",
+        "src/chronos/progress.py",
+        "src/chronos/ptx",
+        "src/chronos/rl",
+        "src/chronos/sass.py",
+        "src/chronos/search",
+        "src/chronos/stages/__init__.py",
+        "src/chronos/stages/common.py",
+        "src/chronos/stages/heldout.py",
+        "src/chronos/toolchain.py",
+        "src/chronos/transforms",
+        "src/chronos/triton",
+        "src/chronos/tune.py",
+        "src/chronos/variant.py",
+    output:
+        "reports/heldout.json",
+        "reports/heldout_curves.csv",
+    params:
+        tracked=tracked_params("heldout", "search.census"),
+    shell:
+        "python -m chronos.stages.heldout --params params.yaml --kernels data/kernels --census data/census"
+        " --out reports/heldout.json --curves reports/heldout_curves.csv"
+
+
 # The real-workload corpus (issue #13) summarised from its committed H200 records; nothing is measured.
 rule captured:
     input:

@@ -6,7 +6,10 @@ census of what each single action does to each kernel.
     python -m chronos.stages.headroom --params params.yaml --kernels data/kernels --parts data/headroom \
         --out reports/headroom.json [--backend gpu|replay] [--budget S]
 
-Reads `search.headroom` (families, space, per_family, budget_s, peak_gb_s), `search.greedy` and `timing`.
+Reads `search.headroom` (families, space, per_family, budget_s, peak_gb_s, max_steps), `search.greedy` and
+`timing`. With `--section census` it reads `search.census` instead and writes data/census and
+reports/census.json: max_steps 1 there, i.e. step 0 alone (every legal single action beside the baseline,
+in one comparison) on more kernels per family, the measured outcomes stage heldout scores its choices with.
 Per family the `per_family` kernels with the most GPU time in the workload's profile come first (a family
 without a profile: the specs' order). With the gpu backend each kernel's search is written to
 `<parts>/<family>/<kernel>.json` as it ends (resumable; no kernel starts after the budget). With replay,
@@ -23,6 +26,7 @@ import json
 import sys
 import time
 from collections import Counter, defaultdict
+from dataclasses import replace
 from pathlib import Path
 
 from chronos.actions import resolve_space
@@ -39,8 +43,10 @@ from chronos.tune import by_gpu_time, float_atomics
 
 def _arguments(ap) -> None:
     ap.add_argument("--kernels", type=Path, default=Path("data/kernels"))
-    ap.add_argument("--parts", type=Path, default=Path("data/headroom"))
-    ap.add_argument("--out", type=Path, default=Path("reports/headroom.json"))
+    ap.add_argument("--section", choices=("headroom", "census"), default="headroom",
+                    help="the params block under search: census is step 0 alone on more kernels per family")
+    ap.add_argument("--parts", type=Path, help="default data/<section>")
+    ap.add_argument("--out", type=Path, help="default reports/<section>.json")
     ap.add_argument("--budget", type=float, help="(gpu) seconds; default search.headroom.budget_s")
     add_backend_arguments(ap)
 
@@ -114,7 +120,7 @@ def summary(rows: list[dict]) -> dict:
     }
 
 
-def _search(cfg, backend, replay: bool, space, family, specs_json, spec, part: Path) -> dict:
+def _search(cfg, hcfg, backend, replay: bool, space, family, specs_json, spec, part: Path) -> dict:
     """Run (gpu: and record) or replay one kernel's search; the row the report takes, or an error row."""
     racy = float_atomics(read_ptx(specs_json, spec))
     if racy:  # as in tune: no variant of it can be verified bit-exactly (nor its baseline against itself)
@@ -126,20 +132,23 @@ def _search(cfg, backend, replay: bool, space, family, specs_json, spec, part: P
     try:
         module = load_module(specs_json, spec)
         ev = TimedEvaluator(spec, module, backend, cfg.timing, cfg.search.greedy.min_gain)
-        search = greedy_in_time(ev, cfg.search.greedy, space).to_json()
+        greedy = replace(cfg.search.greedy, max_steps=hcfg.max_steps or cfg.search.greedy.max_steps)
+        search = greedy_in_time(ev, greedy, space).to_json()
     except ChronosError as e:
         return {"family": family, "kernel": spec.kernel, "error": " ".join(str(e).split())[:400]}
     if recorded is None:
         part.parent.mkdir(parents=True, exist_ok=True)
         part.write_text(json.dumps({**search, "provenance": backend.provenance()}, indent=1) + "\n")
-    row = kernel_row(family, spec, search, space, cfg.search.headroom.peak_gb_s)
+    row = kernel_row(family, spec, search, space, hcfg.peak_gb_s)
     if recorded is not None:
         row["as_recorded"] = recorded["best"]["actions"] == search["best"]["actions"]
     return row
 
 
 def _body(args, cfg) -> int:
-    hcfg = cfg.search.headroom
+    hcfg = getattr(cfg.search, args.section)
+    args.parts = args.parts or Path("data", args.section)
+    args.out = args.out or Path("reports", f"{args.section}.json")
     space, budget = resolve_space(hcfg.space), args.budget if args.budget is not None else hcfg.budget_s
     rows: list[dict] = []
     backend = open_backend(args, cfg)
@@ -151,18 +160,19 @@ def _body(args, cfg) -> int:
                 if gpu and not part.is_file() and time.perf_counter() - t0 > budget:
                     rows.append({"family": family, "kernel": spec.kernel, "error": "not_measured (budget)"})
                     continue
-                rows.append(_search(cfg, backend, not gpu, space, family, specs_json, spec, part))
+                rows.append(_search(cfg, hcfg, backend, not gpu, space, family, specs_json, spec, part))
                 r = rows[-1]
                 print(
-                    f"headroom: {family:16s} {spec.kernel[:60]:60s} "
+                    f"{args.section}: {family:16s} {spec.kernel[:60]:60s} "
                     f"{r.get('error') or '+'.join(r['best']['actions']) or '-'} {r.get('speedup', 0):.4f}",
                     flush=True,
                 )
-        prov = {**backend.provenance(), "command": command_line("headroom", args.argv)}
+        prov = {**backend.provenance(), "command": command_line(args.section, args.argv)}
     finally:
         backend.close()
     params = {
         **{k: getattr(hcfg, k) for k in ("space", "per_family", "peak_gb_s")},
+        **({"max_steps": hcfg.max_steps} if hcfg.max_steps else {}),
         "families": list(hcfg.families),
         "timing": cfg.timing.to_json(),
     }
@@ -175,7 +185,7 @@ def _body(args, cfg) -> int:
     }
     write_json(args.out, out)
     brief = {f: {k: s[k] for k in ("measured", "faster", "time_geomean")} for f, s in out["summary"].items()}
-    print(f"headroom: {json.dumps(brief)}")
+    print(f"{args.section}: {json.dumps(brief)}")
     return 1 if out["disagreements"] else 0
 
 

@@ -1,0 +1,162 @@
+"""Stage `heldout` (#14): does a learned policy pick better transforms than the best fixed one, on a
+workload it never saw? Leave-one-workload-out over the census.
+
+    python -m chronos.stages.heldout --params params.yaml --kernels data/kernels --census data/census \
+        --out reports/heldout.json --curves reports/heldout_curves.csv
+
+Every number comes from recorded H200 comparisons (data/census: per kernel the baseline and every legal
+single v2 action timed side by side, bit-exact verified); nothing is measured or estimated here. Per
+family of `search.census` in turn held out, the other families' kernels train a one-step v2 policy
+(chronos.rl.onestep: BC, then GRPO with the measured log time ratio as reward, `heldout` params), and on
+the held-out kernels these choices are scored by what would deploy (log(1/ratio) where the census's
+verdict was faster, else 0):
+  policy   the policy's greedy choice;  beam  the best measured of its `beam` most likely actions
+  bc       the BC policy before GRPO
+  fixed    the single action with the largest summed gain over the training families
+  oracle   per kernel the census's best single action (its fastest contender: favoured by the winner's
+           curse; `oracle_again` is that action's ratio in the census's second comparison beside the
+           baseline alone)
+Totals over all held-out kernels: oracle_share = policy / oracle, gap_closed = (policy - fixed) /
+(oracle - fixed), time_geomean = exp(mean gain) per method. Curves per fold and epoch go to --curves.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from chronos.actions import resolve_space
+from chronos.config_timing import HeldoutConfig
+from chronos.features_v2 import space_features
+from chronos.kernels.spec import load_module, load_specs
+from chronos.rl.onestep import Decision, best_action, choose, decision, deployed_gain, train_bc, train_grpo
+from chronos.stages.common import command_line, run_stage, write_json
+
+METHODS = ("policy", "beam", "bc", "fixed", "oracle")
+
+
+def _arguments(ap) -> None:
+    ap.add_argument("--kernels", type=Path, default=Path("data/kernels"))
+    ap.add_argument("--census", type=Path, default=Path("data/census"))
+    ap.add_argument("--out", type=Path, default=Path("reports/heldout.json"))
+    ap.add_argument("--curves", type=Path, default=Path("reports/heldout_curves.csv"))
+
+
+def load_decisions(kernels: Path, census: Path, families, space) -> list[Decision]:
+    """One Decision per census part whose step-0 comparison had a valid baseline, in family order."""
+    out = []
+    for family in families:
+        specs = {s.kernel: s for s in load_specs(kernels / family / "specs.json")}
+        for part in sorted((census / family).glob("*.json")):
+            search = json.loads(part.read_text())
+            spec, base = specs[search["kernel"]], search["baseline"]
+            info = {"registers": base.get("registers"), "spills": base.get("spills")}
+            feats = space_features(load_module(kernels / family / "specs.json", spec), space, launch=spec,
+                                   ptxas_info=info)
+            d = decision(spec.kernel, family, feats, search["trace"][0]["candidates"], space)
+            d.extra = {"again": search["best"]}
+            out.append(d)
+    return out
+
+
+def fixed_action(train: list[Decision]) -> int:
+    """The action with the largest summed deploy gain over `train` (stop when none gains)."""
+    total = np.nansum(np.stack([d.gain for d in train]), axis=0)
+    return int(np.argmax(total))
+
+
+def _mean_gain(policy, ds: list[Decision]) -> float:
+    return float(np.mean([deployed_gain(d, p) for d, p in zip(ds, choose(policy, ds), strict=True)]))
+
+
+def run_fold(family: str, train: list[Decision], test: list[Decision], cfg: HeldoutConfig, space):
+    """Train on `train`, score on `test` -> (per-kernel rows, curves)."""
+    fixed = fixed_action(train)
+    policy = train_bc(train, cfg, space)
+    bc = choose(policy, test)
+
+    def probe(p):
+        return {"train_gain": _mean_gain(p, train), "heldout_gain": _mean_gain(p, test)}
+
+    policy, curves = train_grpo(policy, train, cfg, probe)
+    picks, beams = choose(policy, test), choose(policy, test, cfg.beam)
+    rows = []
+    for d, p, k, b in zip(test, picks, beams, bc, strict=True):
+        best = best_action(d)
+        again = d.extra["again"]
+        rows.append({
+            "family": family, "kernel": d.kernel,
+            "actions": {"policy": space.names[p[0]], "beam": [space.names[a] for a in k],
+                        "bc": space.names[b[0]], "fixed": space.names[fixed], "oracle": space.names[best]},
+            "gain": {"policy": deployed_gain(d, p), "beam": deployed_gain(d, k), "bc": deployed_gain(d, b),
+                     "fixed": deployed_gain(d, [fixed]), "oracle": deployed_gain(d, [best])},
+            "oracle_again": {k2: again.get(k2) for k2 in ("actions", "ratio", "ci", "verdict")},
+        })
+    return rows, [{"heldout": family, **c} for c in curves]
+
+
+def totals(rows: list[dict]) -> dict:
+    """Summed gains per method, the policy's (and beam's) share of the oracle and of the fixed->oracle gap,
+    and per method the geomean speedup exp(mean gain)."""
+    s = {m: sum(r["gain"][m] for r in rows) for m in METHODS}
+    out = {"kernels": len(rows), "gain": s,
+           "time_geomean": {m: math.exp(s[m] / len(rows)) if rows else None for m in METHODS}}
+    for m in ("policy", "beam", "bc"):
+        out[m] = {"oracle_share": s[m] / s["oracle"] if s["oracle"] > 0 else None,
+                  "gap_closed": (s[m] - s["fixed"]) / (s["oracle"] - s["fixed"])
+                  if s["oracle"] - s["fixed"] > 1e-12 else None}
+    return out
+
+
+def stability(curves: list[dict]) -> dict:
+    """Per fold: the training gain of the greedy choice at the last epoch against its best over the run,
+    and the entropy at the start and the end (a collapse to stop shows as both falling)."""
+    out = {}
+    for fold in sorted({c["heldout"] for c in curves}):
+        cs = [c for c in curves if c["heldout"] == fold]
+        best = max(c["train_gain"] for c in cs)
+        out[fold] = {"epochs": len(cs), "final_train_gain": cs[-1]["train_gain"], "best_train_gain": best,
+                     "final_over_best": cs[-1]["train_gain"] / best if best > 0 else None,
+                     "entropy_first": cs[0]["entropy"], "entropy_last": cs[-1]["entropy"],
+                     "final_heldout_gain": cs[-1]["heldout_gain"]}
+    return out
+
+
+def _body(args, cfg) -> int:
+    space, hcfg = resolve_space(cfg.search.census.space), cfg.heldout
+    decisions = load_decisions(args.kernels, args.census, cfg.search.census.families, space)
+    families = [f for f in cfg.search.census.families if any(d.family == f for d in decisions)]
+    rows, curves, per_family = [], [], {}
+    for fam in families:
+        test = [d for d in decisions if d.family == fam]
+        r, c = run_fold(fam, [d for d in decisions if d.family != fam], test, hcfg, space)
+        rows += r
+        curves += c
+        per_family[fam] = totals(r)
+        t = per_family[fam]["time_geomean"]
+        print(f"heldout {fam:16s} {len(test):3d} kernels: " + " ".join(f"{m} {t[m]:.4f}" for m in METHODS),
+              flush=True)
+    out = {"provenance": {"command": command_line("heldout", args.argv), "census": str(args.census)},
+           "params": {"space": space.name, **hcfg.__dict__}, "total": totals(rows), "families": per_family,
+           "stability": stability(curves), "kernels": rows}
+    write_json(args.out, out)
+    args.curves.parent.mkdir(parents=True, exist_ok=True)
+    with args.curves.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(curves[0]) if curves else ["heldout"])
+        w.writeheader()
+        w.writerows({k: (round(v, 6) if isinstance(v, float) else v) for k, v in c.items()} for c in curves)
+    print(f"heldout: {json.dumps({m: out['total'][m] for m in ('policy', 'beam')})}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_stage("heldout", __doc__, _arguments, _body, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
