@@ -140,7 +140,9 @@ def test_the_census_section_measures_step_0_alone_and_replays_it(tmp_path, monke
         assert search["trace"][0]["candidates"] and all(
             len(c["actions"]) == 1 for c in search["trace"][0]["candidates"] if c.get("valid"))
     monkeypatch.undo()
-    assert headroom.main([*argv, "--out", str(tmp_path / "replay.json"), "--backend", "replay"]) == 0
+    from chronos.stages import census  # the stage's own module: headroom with --section census
+
+    assert census.main([*argv[:-2], "--out", str(tmp_path / "replay.json"), "--backend", "replay"]) == 0
     rep = json.loads((tmp_path / "replay.json").read_text())
     assert rep["params"]["max_steps"] == 1 and rep["disagreements"] == []
     assert all(r["as_recorded"] for r in rep["kernels"])

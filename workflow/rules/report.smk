@@ -112,6 +112,7 @@ rule census:
         "src/chronos/sass.py",
         "src/chronos/search",
         "src/chronos/stages/__init__.py",
+        "src/chronos/stages/census.py",
         "src/chronos/stages/common.py",
         "src/chronos/stages/headroom.py",
         "src/chronos/stages/measuring.py",
@@ -125,8 +126,8 @@ rule census:
     params:
         tracked=tracked_params("measure", "search.greedy", "search.census", "timing"),
     shell:
-        "python -m chronos.stages.headroom --params params.yaml --kernels data/kernels --parts data/census"
-        " --section census --store data/store/measurements.sqlite --out reports/census.json --backend replay"
+        "python -m chronos.stages.census --params params.yaml --kernels data/kernels --parts data/census"
+        " --store data/store/measurements.sqlite --out reports/census.json --backend replay"
 
 
 # Leave-one-workload-out over the census (issue #14): a one-step v2 policy (BC, then GRPO on the census's
@@ -207,6 +208,9 @@ rule report:
         "reports/aa.json",
         "reports/captured.json",
         "reports/headroom.json",
+        "reports/census.json",
+        "reports/heldout.json",
+        "reports/heldout_curves.csv",
         "src/chronos/config.py",
         "src/chronos/config_timing.py",
         "src/chronos/errors.py",
@@ -220,6 +224,7 @@ rule report:
         "reports/figures/bc_curves.png",
         "reports/figures/grpo_curves.png",
         "reports/figures/triton_results.png",
+        "reports/figures/heldout_curves.png",
         "reports/metrics.json",
         "reports/README.md",
     shell:

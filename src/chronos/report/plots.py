@@ -65,6 +65,23 @@ def grpo_curves(df: pd.DataFrame, out: Path) -> Path:
     return _save(fig, ax, out)
 
 
+def heldout_curves(df: pd.DataFrame, out: Path) -> Path:
+    """Stage heldout's GRPO per fold and epoch: the greedy choice's mean deploy gain on the training
+    families (solid) and on the held-out family (dashed), and the sampling policy's entropy (below)."""
+    fig, (ax, ax2) = plt.subplots(2, 1, figsize=(7.5, 6), sharex=True)
+    for i, (fold, d) in enumerate(df.groupby("heldout", sort=False)):
+        color = f"C{i}"
+        ax.plot(d["epoch"], 100 * d["train_gain"], color=color, label=f"held out: {fold}")
+        ax.plot(d["epoch"], 100 * d["heldout_gain"], color=color, linestyle="--")
+        ax2.plot(d["epoch"], d["entropy"], color=color, label=fold)
+    ax.set_ylabel("mean log-gain (%), greedy choice")
+    ax.set_title("heldout: GRPO on census rewards (solid: training families, dashed: held-out family)",
+                 fontsize=9)
+    ax2.set_xlabel("GRPO epoch (0 = after BC)")
+    ax2.set_ylabel("policy entropy (nats)")
+    return _save(fig, ax, out)
+
+
 def _policy_point(row: dict) -> tuple[float, float, float] | None:
     """The optimize path's speedup in time (baseline / returned) with its interval; None: unmeasured."""
     if "speedup_time" not in row:

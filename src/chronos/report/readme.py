@@ -294,13 +294,37 @@ def headroom_section(headroom: dict | None) -> list[str]:
     return [*lines, "", note]
 
 
+def heldout_section(heldout: dict | None) -> list[str]:
+    """Leave-one-workload-out over the census (issue #14): per held-out family the geomean speedup each
+    method's choices would deploy, then the policy's share of the oracle and of the fixed->oracle gap."""
+    t = (heldout or {}).get("total") or {}
+    if not t.get("kernels"):
+        return []
+    methods = ("policy", "beam", "bc", "fixed", "oracle")
+    lines = ["## Held-out workloads: policy vs best fixed action vs oracle (census, H200)", "",
+             "| held out | kernels | " + " | ".join(methods) + " |", "|---|---|" + "---|" * len(methods)]
+    for fam, f in {**heldout["families"], "all": t}.items():
+        lines.append(f"| {fam} | {f['kernels']} | "
+                     + " | ".join(f"{f['time_geomean'][m]:.4f}" for m in methods) + " |")
+    share = " ".join(
+        f"{m}: {_frac(t[m]['oracle_share'])} of the oracle's log-gain, "
+        f"{_frac(t[m]['gap_closed'])} of the fixed-to-oracle gap closed;" for m in ("policy", "beam", "bc"))
+    note = ("Geomean speedup over the held-out kernels of what each choice deploys (the census's measured "
+            "ratio where its verdict was faster, else 1). policy: the GRPO policy's greedy choice; beam: the "
+            f"best measured of its {heldout['params']['beam']} most likely actions; bc: before GRPO; fixed: "
+            "the single action with the largest gain on the other families; oracle: the census's best "
+            f"single action per kernel. {share} Per kernel, the oracle's action judged again beside the "
+            "baseline alone, and the curves: reports/heldout.json, reports/figures/heldout_curves.png.")
+    return [*lines, "", note]
+
+
 def render_readme(metrics: dict, table: pd.DataFrame, baseline: dict, random_partial: bool,
                   oracle: dict | None = None, triton_search: dict | None = None,
                   verdicts: dict | None = None, captured: dict | None = None,
-                  headroom: dict | None = None) -> str:
+                  headroom: dict | None = None, heldout: dict | None = None) -> str:
     """reports/README.md: the sections present, separated by one blank line."""
     sections = [header(baseline), baseline_section(metrics), search_section(metrics, random_partial, oracle),
                 policy_section(metrics), triton_section(metrics, triton_search, verdicts),
                 confirmed_section(metrics), captured_section(captured), headroom_section(headroom),
-                largest_gains_section(table)]
+                heldout_section(heldout), largest_gains_section(table)]
     return "\n\n".join("\n".join(s) for s in sections if s) + "\n"

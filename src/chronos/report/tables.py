@@ -208,9 +208,21 @@ def captured_metrics(captured: dict | None) -> dict:
     return out
 
 
-def headroom_metrics(headroom: dict | None) -> dict:
-    """reports/headroom.json as metrics: v2.headroom.<family>.{measured,faster,time_geomean} (a family under
-    captured/ by its workload's name)."""
-    out = {Path(f).name: {k: s[k] for k in ("measured", "faster", "time_geomean")}
-           for f, s in ((headroom or {}).get("summary") or {}).items() if s.get("measured")}
-    return {"v2": {"headroom": out}} if out else {}
+def _searched(report: dict | None) -> dict:
+    return {Path(f).name: {k: s[k] for k in ("measured", "faster", "time_geomean")}
+            for f, s in ((report or {}).get("summary") or {}).items() if s.get("measured")}
+
+
+def headroom_metrics(headroom: dict | None, census: dict | None = None, heldout: dict | None = None) -> dict:
+    """reports/{headroom,census,heldout}.json as metrics under v2: headroom.<family> and census.<family>
+    {measured,faster,time_geomean} (a family under captured/ by its workload's name); heldout.{oracle_share,
+    gap_closed,time_geomean,kernels} for the policy's greedy choice, heldout_beam.* for its beam,
+    fixed_set.time_geomean and oracle.time_geomean (stage heldout's totals over every held-out kernel)."""
+    v2 = {k: out for k, out in (("headroom", _searched(headroom)), ("census", _searched(census))) if out}
+    t = (heldout or {}).get("total") or {}
+    if t.get("kernels"):
+        for name, m in (("heldout", "policy"), ("heldout_beam", "beam")):
+            v2[name] = {**t[m], "time_geomean": t["time_geomean"][m], "kernels": t["kernels"]}
+        v2["fixed_set"] = {"time_geomean": t["time_geomean"]["fixed"]}
+        v2["oracle"] = {"time_geomean": t["time_geomean"]["oracle"]}
+    return {"v2": v2} if v2 else {}

@@ -4,11 +4,12 @@
 
 Reads reports/{baseline,greedy_results,bc_stats}.json (required) and, when present,
 reports/{random_results,oracle,predictions,training_result,triton_search,measure_triton_results,confirm,aa,
-captured,headroom}.json
-and grpo_curves.csv. Writes reports/search_gemm_tile.csv,
-reports/figures/{search_gemm_tile,bc_curves,grpo_curves,triton_results}.png, reports/metrics.json (for
-`dvc exp show`; the Triton tiers nested under "triton", the A/A test under "aa", the captured workloads
-under "capture", "tune", "e2e", the headroom search under "v2") and reports/README.md.
+captured,headroom,census,heldout}.json
+and grpo_curves.csv, heldout_curves.csv. Writes reports/search_gemm_tile.csv,
+reports/figures/{search_gemm_tile,bc_curves,grpo_curves,triton_results,heldout_curves}.png,
+reports/metrics.json (for `dvc exp show`; the Triton tiers nested under "triton", the A/A test under "aa",
+the captured workloads under "capture", "tune", "e2e", the headroom search, census and held-out evaluation
+under "v2") and reports/README.md.
 Every number comes from those files (the verdicts' confidence and min_gain from the Triton runs' params,
 params.yaml's where none ran); nothing is measured here.
 A missing required input, or any input that is truncated or corrupt, is a one-line error naming the file
@@ -21,7 +22,9 @@ import json
 import sys
 from pathlib import Path
 
-from chronos.report.plots import bc_curves, grpo_curves, search_bars, triton_bars
+import pandas as pd
+
+from chronos.report.plots import bc_curves, grpo_curves, heldout_curves, search_bars, triton_bars
 from chronos.report.readme import render_readme
 from chronos.report.tables import (
     captured_metrics,
@@ -37,7 +40,7 @@ OPTIONAL = {"random_results": "random-search results", "oracle": "oracle report"
             "predictions": "policy predictions", "training_result": "GRPO training result",
             "triton_search": "Triton search results", "measure_triton_results": "Triton measurements",
             "confirm": "confirm report", "aa": "A/A test", "captured": "captured-workload summary",
-            "headroom": "headroom report"}
+            "headroom": "headroom report", "census": "census report", "heldout": "held-out evaluation"}
 
 
 def _read_inputs(reports: Path) -> dict:
@@ -80,11 +83,14 @@ def _body(args, cfg) -> None:
     metrics = summary_metrics(table, x["bc_stats"], x["predictions"], x["baseline"], triton, x["confirm"],
                               search, x["aa"])
     metrics.update(captured_metrics(x["captured"]))
-    metrics.update(headroom_metrics(x["headroom"]))
+    metrics.update(headroom_metrics(x["headroom"], x["census"], x["heldout"]))
+    if (r / "heldout_curves.csv").is_file() and x["heldout"]:
+        heldout_curves(pd.read_csv(r / "heldout_curves.csv"), figures / "heldout_curves.png")
     write_json(r / "metrics.json", metrics, indent=1, sort_keys=True)
     partial = bool((x["random_results"] or {}).get("provenance", {}).get("partial", False))
     (r / "README.md").write_text(render_readme(metrics, table, x["baseline"], partial, x["oracle"], search,
-                                               _verdicts(x, cfg), x["captured"], x["headroom"]))
+                                               _verdicts(x, cfg), x["captured"], x["headroom"],
+                                               x["heldout"]))
     print(f"report: {json.dumps(metrics)}")
 
 
