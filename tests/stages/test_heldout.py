@@ -44,3 +44,59 @@ def test_leave_one_workload_out_on_recorded_step_0_outcomes(tmp_path):
     assert len(lines) == 15 * len(rep["families"])
     assert {"reward", "kl", "entropy", "heldout_gain", "train_gain"} <= set(lines[0])
     assert set(rep["stability"]) == set(rep["families"])
+
+
+def test_the_heldout_totals_become_v2_metrics_and_a_readme_table():
+    from chronos.report.readme import heldout_section
+    from chronos.report.tables import headroom_metrics
+
+    t = heldout.totals([
+        {"gain": {"policy": 0.02, "beam": 0.03, "bc": 0.0, "fixed": 0.01, "oracle": 0.04}},
+        {"gain": {"policy": 0.0, "beam": 0.0, "bc": 0.0, "fixed": 0.0, "oracle": 0.0}}])
+    assert math.isclose(t["policy"]["oracle_share"], 0.5) and math.isclose(t["policy"]["gap_closed"], 1 / 3)
+    assert math.isclose(t["beam"]["gap_closed"], 2 / 3) and math.isclose(t["bc"]["gap_closed"], -1 / 3)
+    rep = {"total": t, "families": {"captured/bert": t}, "params": {"beam": 3}}
+    v2 = headroom_metrics(None, None, rep)["v2"]
+    assert v2["heldout"]["oracle_share"] == t["policy"]["oracle_share"] and v2["heldout"]["kernels"] == 2
+    assert math.isclose(v2["fixed_set"]["time_geomean"], math.exp(0.005))
+    assert v2["heldout_beam"]["time_geomean"] == t["time_geomean"]["beam"]
+    lines = heldout_section(rep)
+    assert lines[4].startswith("| captured/bert | 2 |") and lines[5].startswith("| all | 2 |")
+    assert "50.0% of the oracle's log-gain" in lines[-1] and heldout_section(None) == []
+    assert headroom_metrics(None, None, {"total": {"kernels": 0}}) == {}
+
+
+def test_picks_recorded_elsewhere_are_timed_side_by_side_then_replayed(tmp_path, monkeypatch, ptxas):
+    """--picks through the GPU backend (fake worker) into a scratch store: one comparison per kernel of the
+    baseline and its distinct picks; the `measured` totals score every method on it."""
+    import sys
+
+    from chronos.config import MeasureConfig
+    from chronos.measure.backend import GpuBackend
+
+    fake = str(ROOT / "tests/measure/fake_worker.py")
+    store = tmp_path / "m.sqlite"
+    picks = {"kernels": [
+        {"family": "triton_llm", "kernel": "softmax_r8192_c4096",
+         "actions": {"policy": "l2_evict_last_streaming", "beam": ["l2_evict_last_streaming", "maxnreg_32"],
+                     "bc": "stop", "fixed": "l2_evict_first_streaming", "oracle": "maxnreg_32"}}]}
+    (tmp_path / "picks.json").write_text(json.dumps(picks))
+    monkeypatch.setattr(heldout, "open_backend", lambda args, cfg: GpuBackend(
+        store, MeasureConfig(watchdog_s=20), ptxas=str(ptxas), worker_argv=(sys.executable, fake, "ok")))
+    out = tmp_path / "gpu.json"
+    argv = ["--params", str(ROOT / "params.yaml"), "--picks", str(tmp_path / "picks.json"), "--out", str(out)]
+    assert heldout.main(argv) == 0
+    row = json.loads(out.read_text())["kernels"][0]["side_by_side"]
+    assert set(row["verdict"]) == {"l2_evict_last_streaming", "maxnreg_32", "l2_evict_first_streaming"}
+    assert row["gain"]["bc"] == 0.0  # stop: nothing timed, nothing deployed
+    assert row["gain"]["beam"] == max(row["gain"]["policy"], row["gain"]["oracle"])
+    monkeypatch.undo()
+    from chronos.config import load
+    from chronos.measure.backend import ReplayBackend
+
+    cfg = load(ROOT / "params.yaml")
+    specs = {s.kernel: (sj, s) for _, sj, s in heldout.kernels_of(ROOT / "data/kernels", ["triton_llm"])}
+    again = json.loads(json.dumps(picks))
+    with ReplayBackend(store, cfg.measure) as replay:
+        heldout.side_by_side(again["kernels"], specs, replay, cfg)
+    assert again["kernels"][0]["side_by_side"]["gain"] == row["gain"]

@@ -137,6 +137,8 @@ rule heldout:
         "data/census",
         "data/kernels/captured",
         "data/kernels/triton_llm",
+        "data/store/measurements.sqlite",
+        "data/store/atlas.sqlite",
         "src/chronos/actions.py",
         "src/chronos/config.py",
         "src/chronos/config_timing.py",
@@ -157,6 +159,7 @@ rule heldout:
         "src/chronos/stages/__init__.py",
         "src/chronos/stages/common.py",
         "src/chronos/stages/heldout.py",
+        "src/chronos/stages/measuring.py",
         "src/chronos/toolchain.py",
         "src/chronos/transforms",
         "src/chronos/triton",
@@ -166,10 +169,11 @@ rule heldout:
         "reports/heldout.json",
         "reports/heldout_curves.csv",
     params:
-        tracked=tracked_params("heldout", "search.census"),
+        tracked=tracked_params("heldout", "search.census", "search.greedy", "measure", "timing"),
     shell:
         "python -m chronos.stages.heldout --params params.yaml --kernels data/kernels --census data/census"
-        " --out reports/heldout.json --curves reports/heldout_curves.csv"
+        " --store data/store/measurements.sqlite --backend replay --out reports/heldout.json"
+        " --curves reports/heldout_curves.csv"
 
 
 # The real-workload corpus (issue #13) summarised from its committed H200 records; nothing is measured.
