@@ -55,14 +55,21 @@ def test_the_heldout_totals_become_v2_metrics_and_a_readme_table():
         {"gain": {"policy": 0.0, "beam": 0.0, "bc": 0.0, "fixed": 0.0, "oracle": 0.0}}])
     assert math.isclose(t["policy"]["oracle_share"], 0.5) and math.isclose(t["policy"]["gap_closed"], 1 / 3)
     assert math.isclose(t["beam"]["gap_closed"], 2 / 3) and math.isclose(t["bc"]["gap_closed"], -1 / 3)
-    rep = {"total": t, "families": {"captured/bert": t}, "params": {"beam": 3}}
+    one = {"policy": 0.01, "beam": 0.01, "bc": 0.0, "fixed": 0.0, "oracle": 0.02}
+    measured = heldout.totals([{"gain": one}])
+    rep = {"total": t, "measured": measured, "families": {"captured/bert": t},
+           "families_measured": {"captured/bert": measured}, "params": {"beam": 3}}
     v2 = headroom_metrics(None, None, rep)["v2"]
-    assert v2["heldout"]["oracle_share"] == t["policy"]["oracle_share"] and v2["heldout"]["kernels"] == 2
-    assert math.isclose(v2["fixed_set"]["time_geomean"], math.exp(0.005))
-    assert v2["heldout_beam"]["time_geomean"] == t["time_geomean"]["beam"]
+    assert v2["heldout"]["oracle_share"] == 0.5 and v2["heldout"]["kernels"] == 1  # the side-by-side scores
+    assert v2["heldout_census"]["oracle_share"] == t["policy"]["oracle_share"]
+    assert v2["heldout_census"]["kernels"] == 2
+    assert math.isclose(v2["fixed_set_census"]["time_geomean"], math.exp(0.005))
+    assert v2["fixed_set"]["time_geomean"] == 1.0
+    assert v2["heldout_beam_census"]["time_geomean"] == t["time_geomean"]["beam"]
     lines = heldout_section(rep)
-    assert lines[4].startswith("| captured/bert | 2 |") and lines[5].startswith("| all | 2 |")
-    assert "50.0% of the oracle's log-gain" in lines[-1] and heldout_section(None) == []
+    assert lines[4].startswith("| captured/bert | 2 | 1.0101 (1.0101) |")
+    assert lines[5].startswith("| all | 2 |")
+    assert "policy: 50.0% of the oracle's log-gain" in lines[-1] and heldout_section(None) == []
     assert headroom_metrics(None, None, {"total": {"kernels": 0}}) == {}
 
 

@@ -217,12 +217,14 @@ def headroom_metrics(headroom: dict | None, census: dict | None = None, heldout:
     """reports/{headroom,census,heldout}.json as metrics under v2: headroom.<family> and census.<family>
     {measured,faster,time_geomean} (a family under captured/ by its workload's name); heldout.{oracle_share,
     gap_closed,time_geomean,kernels} for the policy's greedy choice, heldout_beam.* for its beam,
-    fixed_set.time_geomean and oracle.time_geomean (stage heldout's totals over every held-out kernel)."""
+    fixed_set.time_geomean and oracle.time_geomean: stage heldout's totals over every held-out kernel,
+    scored on the picks' side-by-side comparison; the same with suffix _census scored on the census."""
     v2 = {k: out for k, out in (("headroom", _searched(headroom)), ("census", _searched(census))) if out}
-    t = (heldout or {}).get("total") or {}
-    if t.get("kernels"):
-        for name, m in (("heldout", "policy"), ("heldout_beam", "beam")):
-            v2[name] = {**t[m], "time_geomean": t["time_geomean"][m], "kernels": t["kernels"]}
-        v2["fixed_set"] = {"time_geomean": t["time_geomean"]["fixed"]}
-        v2["oracle"] = {"time_geomean": t["time_geomean"]["oracle"]}
+    for suffix, key in (("", "measured"), ("_census", "total")):
+        t = (heldout or {}).get(key) or {}
+        if t.get("kernels"):
+            for name, m in (("heldout", "policy"), ("heldout_beam", "beam")):
+                v2[name + suffix] = {**t[m], "time_geomean": t["time_geomean"][m], "kernels": t["kernels"]}
+            v2["fixed_set" + suffix] = {"time_geomean": t["time_geomean"]["fixed"]}
+            v2["oracle" + suffix] = {"time_geomean": t["time_geomean"]["oracle"]}
     return {"v2": v2} if v2 else {}

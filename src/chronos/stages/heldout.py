@@ -212,6 +212,8 @@ def _body(args, cfg) -> int:
            "params": {"space": space.name, **hcfg.__dict__}, "total": totals(rows), "families": per_family,
            "measured": {**totals(done, lambda r: r["side_by_side"]["gain"]),
                         "not_measured": sorted(r["kernel"] for r in rows if r not in done)},
+           "families_measured": {f: totals([r for r in done if r["family"] == f],
+                                           lambda r: r["side_by_side"]["gain"]) for f in families},
            "stability": stability(curves), "kernels": rows}
     write_json(args.out, out)
     args.curves.parent.mkdir(parents=True, exist_ok=True)
