@@ -4,8 +4,8 @@
 
 The inputs that `chronos capture` records are git-ignored (size), so a clone's corpus verifies on fresh
 draws only. A recapture of the same workload on the same software compiles the same kernels (their names
-hold Triton's compile hash and the launch signature's hash; a kernel compiled under another path has
-another compile hash, so the entry and signature hash find it then); for every corpus kernel whose
+hold a per-process id, so a recaptured kernel is found by its launch: entry, grid, block, every argument's
+name, kind, dtype, size and scalar value); for every corpus kernel whose
 recaptured PTX is identical but for its `.file` lines (that path), each captured argument's file is copied
 to the path the corpus spec names, then read back
 through the spec (`captured_data`: a file that does not fit its argument is removed and counted). Nothing
@@ -36,18 +36,25 @@ def _raw(d: Path) -> list[dict]:
     return json.loads((d / "specs.json").read_text())
 
 
+def _raw_of(d: Path) -> dict[str, dict]:
+    return {k["kernel"]: k for k in _raw(d)}
+
+
 def respec_invalid(recap: Path, corpus: Path) -> list[str]:
     """Kernels whose tune part has an invalid baseline take the recapture's args; their parts go."""
-    new = {k["kernel"]: k for k in _raw(recap)}
+    theirs = {s.kernel: s for s in load_specs(recap / "specs.json")}
+    by_launch = {_launch_key(s): _raw_of(recap)[s.kernel] for s in theirs.values()}
+    ours = {s.kernel: s for s in load_specs(corpus / "specs.json")}
     raw, changed = _raw(corpus), []
     for k in raw:
         part = corpus / "tune-parts" / f"{k['kernel']}.json"
-        if not part.is_file() or k["kernel"] not in new:
+        new = _raw_of(recap).get(k["kernel"]) or by_launch.get(_launch_key(ours[k["kernel"]]))
+        if not part.is_file() or new is None:
             continue
         if json.loads(part.read_text()).get("baseline", {}).get("valid", True):
             continue
-        if k["args"] != new[k["kernel"]]["args"]:
-            k["args"] = new[k["kernel"]]["args"]
+        if k["args"] != new["args"]:
+            k["args"] = new["args"]
             changed.append(k["kernel"])
             part.unlink()
             part.with_suffix(".ptx").unlink(missing_ok=True)
@@ -55,10 +62,12 @@ def respec_invalid(recap: Path, corpus: Path) -> list[str]:
     return changed
 
 
-def _launch_key(kernel: str) -> str:
-    """A kernel's name less Triton's compile hash: entry and launch-signature hash (capture._kernel_name)."""
-    entry, _, signature = kernel.rsplit("_", 2)
-    return f"{entry}_{signature}"
+def _launch_key(spec) -> tuple:
+    """What identifies a launch across captures: the entry, grid, block and every argument's name, kind,
+    dtype, size and scalar value (a kernel's name is not enough: its signature hash holds a per-process
+    object id, so every capture names its kernels anew)."""
+    return (spec.entry, tuple(spec.grid), tuple(spec.block),
+            tuple((a.name, a.kind, a.dtype, a.elements, a.value) for a in spec.args))
 
 
 def _code(ptx: str) -> str:
@@ -68,11 +77,11 @@ def _code(ptx: str) -> str:
 
 def adopt(recap: Path, corpus: Path) -> dict:
     new = {s.kernel: s for s in load_specs(recap / "specs.json")}
-    by_launch = {_launch_key(k): s for k, s in new.items()}
+    by_launch = {_launch_key(s): s for s in new.values()}
     raw = {k["kernel"]: k for k in _raw(corpus)}
     outcome: Counter = Counter()
     for spec in load_specs(corpus / "specs.json"):
-        other = new.get(spec.kernel) or by_launch.get(_launch_key(spec.kernel))
+        other = new.get(spec.kernel) or by_launch.get(_launch_key(spec))
         if other is None:
             outcome["kernel_not_recaptured"] += 1
             continue

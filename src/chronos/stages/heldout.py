@@ -40,7 +40,6 @@ from chronos.actions import resolve_space
 from chronos.config_timing import HeldoutConfig
 from chronos.features_v2 import space_features
 from chronos.kernels.spec import load_module, load_specs
-from chronos.rl.onestep import Decision, best_action, choose, decision, deployed_gain, train_bc, train_grpo
 from chronos.search.runs import kernels_of
 from chronos.stages.common import command_line, run_stage, write_json
 from chronos.stages.measuring import add_backend_arguments, open_backend
@@ -59,8 +58,10 @@ def _arguments(ap) -> None:
                          "what this CPU trained: torch builds may round differently), into --out")
 
 
-def load_decisions(kernels: Path, census: Path, families, space) -> list[Decision]:
-    """One Decision per census part whose step-0 comparison had a valid baseline, in family order."""
+def load_decisions(kernels: Path, census: Path, families, space) -> list:
+    """One chronos.rl.onestep.Decision per census part, in family order."""
+    from chronos.rl.onestep import decision
+
     out = []
     for family in families:
         specs = {s.kernel: s for s in load_specs(kernels / family / "specs.json")}
@@ -76,18 +77,23 @@ def load_decisions(kernels: Path, census: Path, families, space) -> list[Decisio
     return out
 
 
-def fixed_action(train: list[Decision]) -> int:
+def fixed_action(train: list) -> int:
     """The action with the largest summed deploy gain over `train` (stop when none gains)."""
     total = np.nansum(np.stack([d.gain for d in train]), axis=0)
     return int(np.argmax(total))
 
 
-def _mean_gain(policy, ds: list[Decision]) -> float:
+def _mean_gain(policy, ds: list) -> float:
+    from chronos.rl.onestep import choose, deployed_gain
+
     return float(np.mean([deployed_gain(d, p) for d, p in zip(ds, choose(policy, ds), strict=True)]))
 
 
-def run_fold(family: str, train: list[Decision], test: list[Decision], cfg: HeldoutConfig, space):
-    """Train on `train`, score on `test` -> (per-kernel rows, curves)."""
+def run_fold(family: str, train: list, test: list, cfg: HeldoutConfig, space):
+    """Train on `train`, score on `test` -> (per-kernel rows, curves). (Torch and the RL stack load here
+    only: --picks on a GPU machine needs neither.)"""
+    from chronos.rl.onestep import best_action, choose, deployed_gain, train_bc, train_grpo
+
     fixed = fixed_action(train)
     policy = train_bc(train, cfg, space)
     bc = choose(policy, test)
