@@ -70,9 +70,10 @@ def test_on_replay_a_kernel_without_a_part_is_not_measured(tmp_path):
     assert all(s["measured"] == 0 for s in rep["summary"].values())
 
 
-def test_a_gpu_run_writes_parts_that_replay_as_recorded(tmp_path, monkeypatch, ptxas):
-    """Through the GPU backend (fake worker: every contender valid, times from the cubin's hash) into a
-    scratch store, then replayed from it: the same sets, no disagreement."""
+def _fake_gpu_run(tmp_path, monkeypatch, ptxas, per_family: str, fewer: str) -> list[str]:
+    """The stage's arguments for a run on captured/flex alone (`per_family` replaced by `fewer` in
+    params.yaml) through the GPU backend with a fake worker (every contender valid, times from the cubin's
+    hash) into a scratch store."""
     import sys
 
     from chronos.config import MeasureConfig
@@ -83,11 +84,17 @@ def test_a_gpu_run_writes_parts_that_replay_as_recorded(tmp_path, monkeypatch, p
     monkeypatch.setattr(headroom, "open_backend", lambda args, cfg: GpuBackend(
         store, MeasureConfig(watchdog_s=20), ptxas=str(ptxas), worker_argv=(sys.executable, fake, "ok")))
     params = tmp_path / "params.yaml"
-    text = (ROOT / "params.yaml").read_text().replace("per_family: 4 ", "per_family: 1 ")
+    text = (ROOT / "params.yaml").read_text().replace(per_family, fewer)
     params.write_text(text.replace("captured/llama, captured/gpt2, captured/bert, captured/flex, triton_llm",
                                    "captured/flex"))
-    argv = ["--params", str(params), "--kernels", str(ROOT / "data/kernels"), "--parts", str(tmp_path / "p"),
+    return ["--params", str(params), "--kernels", str(ROOT / "data/kernels"), "--parts", str(tmp_path / "p"),
             "--store", str(store)]
+
+
+def test_a_gpu_run_writes_parts_that_replay_as_recorded(tmp_path, monkeypatch, ptxas):
+    """Through the GPU backend (fake worker: every contender valid, times from the cubin's hash) into a
+    scratch store, then replayed from it: the same sets, no disagreement."""
+    argv = _fake_gpu_run(tmp_path, monkeypatch, ptxas, "per_family: 4 ", "per_family: 1 ")
     assert headroom.main([*argv, "--out", str(tmp_path / "gpu.json")]) == 0
     parts = list((tmp_path / "p/captured/flex").glob("*.json"))
     assert len(parts) == 1 and json.loads(parts[0].read_text())["provenance"]["gpu"] == "FakeGPU"
@@ -115,21 +122,8 @@ def test_the_report_takes_the_measured_families_and_lists_every_measured_kernel(
 
 
 def test_the_census_section_measures_step_0_alone_and_replays_it(tmp_path, monkeypatch, ptxas):
-    import sys
-
-    from chronos.config import MeasureConfig
-    from chronos.measure.backend import GpuBackend
-
-    fake = str(ROOT / "tests/measure/fake_worker.py")
-    store = tmp_path / "m.sqlite"
-    monkeypatch.setattr(headroom, "open_backend", lambda args, cfg: GpuBackend(
-        store, MeasureConfig(watchdog_s=20), ptxas=str(ptxas), worker_argv=(sys.executable, fake, "ok")))
-    params = tmp_path / "params.yaml"
-    text = (ROOT / "params.yaml").read_text().replace("per_family: 24", "per_family: 2")
-    params.write_text(text.replace("captured/llama, captured/gpt2, captured/bert, captured/flex, triton_llm",
-                                   "captured/flex"))
-    argv = ["--params", str(params), "--kernels", str(ROOT / "data/kernels"), "--parts", str(tmp_path / "p"),
-            "--store", str(store), "--section", "census"]
+    argv = _fake_gpu_run(tmp_path, monkeypatch, ptxas, "per_family: 24", "per_family: 2")
+    argv += ["--section", "census"]
     assert headroom.main([*argv, "--out", str(tmp_path / "gpu.json")]) == 0
     parts = sorted((tmp_path / "p/captured/flex").glob("*.json"))
     assert len(parts) == 2

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 R = ROOT / "reports"
 TRITON = ("triton_search.json", "measure_triton_results.json", "aa.json")
 OPTIONAL = ("random_results.json", "oracle.json", "predictions.json", "training_result.json",
-            "confirm.json", "grpo_curves.csv", *TRITON)
+            "confirm.json", "grpo_curves.csv", "heldout.json", "heldout_curves.csv", "census.json", *TRITON)
 
 
 @pytest.fixture
