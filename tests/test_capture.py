@@ -281,3 +281,21 @@ def test_the_workload_process_and_its_children_are_patched(tmp_path):
     assert res.returncode == 0, res.stderr
     assert "patched" in res.stdout and "capture c: 0 kernels" in res.stdout
     assert json.loads((tmp_path / "c" / "capture.json").read_text())["kernels"] == 0
+
+
+def test_an_inductor_kernel_signs_the_same_in_every_process():
+    """Two autotuner objects of one kernel source (two processes, two captures) give one signature, so the
+    kernel keeps its name from one capture to the next; another source gives another."""
+    import hashlib as _h
+
+    from chronos.triton import capture as recorder
+
+    def tuner(src):
+        return SimpleNamespace(fn=SimpleNamespace(__name__="triton_poi_fused_add_0", src=src))
+
+    a, b, c = tuner("def k(x): pass"), tuner("def k(x): pass"), tuner("def k(y): pass")
+    ids = [recorder._inductor_identity(t) for t in (a, b, c)]
+    assert ids[0] == ids[1] != ids[2]
+    assert ids[0] == "triton_poi_fused_add_0:" + _h.sha256(b"def k(x): pass").hexdigest()[:16]
+    no_src = SimpleNamespace(fn=SimpleNamespace(__name__="k"))
+    assert recorder._inductor_identity(no_src) == f"id{id(no_src)}"  # a fake without source: per object

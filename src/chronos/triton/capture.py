@@ -149,7 +149,7 @@ def _inductor_run(orig):
         if rec is None or kwargs.get("benchmark_run"):
             return orig(self, *args, stream=stream, **kwargs)
         try:
-            sig = rec.signature(f"inductor:{id(self)}", None, list(args))
+            sig = rec.signature(f"inductor:{_inductor_identity(self)}", None, list(args))
             fresh = not rec.seen(sig)
             names = _inductor_names(self, len(args))
             pre = rec.describe(sig, names, list(args), save=True) if fresh else None
@@ -166,6 +166,16 @@ def _inductor_run(orig):
 
     run.__chronos_capture__ = True
     return run
+
+
+def _inductor_identity(autotuner) -> str:
+    """The kernel an Inductor autotuner launches, the same in every process: its name and a hash of its
+    source (Triton's compile hash is not: it folds in whichever ptxas the process met first). Without a
+    source, the object's id (a name then differs from one capture to the next)."""
+    src = getattr(autotuner.fn, "src", None)
+    if not isinstance(src, str):
+        return f"id{id(autotuner)}"
+    return f"{autotuner.fn.__name__}:{hashlib.sha256(src.encode()).hexdigest()[:16]}"
 
 
 def _inductor_names(autotuner, n: int) -> list[str]:
