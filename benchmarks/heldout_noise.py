@@ -26,14 +26,7 @@ from chronos.kernels.spec import load_module
 from chronos.measure.backend import ReplayBackend
 from chronos.search.runs import kernels_of
 from chronos.search.timed import TimedEvaluator
-
-
-def _picks(row: dict) -> list[str]:
-    """The distinct picks in the order stage heldout timed them (chronos.stages.heldout.side_by_side)."""
-    acts = row["actions"]
-    seq = [a for m in ("policy", "beam", "bc", "fixed", "oracle") for a in (acts[m] if m == "beam" else
-                                                                          [acts[m]])]
-    return list(dict.fromkeys(a for a in seq if a != "stop"))
+from chronos.stages.heldout import distinct_picks
 
 
 def pair(cmp, idx: dict, a: str, b: str, cfg) -> str:
@@ -60,7 +53,7 @@ def main() -> int:
     with ReplayBackend(args.store, cfg.measure) as backend:
         for row in rep["kernels"]:
             sj, spec = specs[row["kernel"]]
-            picks = _picks(row)
+            picks = distinct_picks(row["actions"])  # the comparison stage heldout timed
             ev = TimedEvaluator(spec, load_module(sj, spec), backend, cfg.timing, cfg.search.greedy.min_gain)
             cmp, where = ev.compare([(a,) for a in picks])
             idx = {a: i for a, i in zip(picks, where, strict=True) if i is not None}

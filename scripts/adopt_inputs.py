@@ -36,19 +36,15 @@ def _raw(d: Path) -> list[dict]:
     return json.loads((d / "specs.json").read_text())
 
 
-def _raw_of(d: Path) -> dict[str, dict]:
-    return {k["kernel"]: k for k in _raw(d)}
-
-
 def respec_invalid(recap: Path, corpus: Path) -> list[str]:
     """Kernels whose tune part has an invalid baseline take the recapture's args; their parts go."""
-    theirs = {s.kernel: s for s in load_specs(recap / "specs.json")}
-    by_launch = {_launch_key(s): _raw_of(recap)[s.kernel] for s in theirs.values()}
+    theirs = {k["kernel"]: k for k in _raw(recap)}
+    by_launch = {_launch_key(s): theirs[s.kernel] for s in load_specs(recap / "specs.json")}
     ours = {s.kernel: s for s in load_specs(corpus / "specs.json")}
     raw, changed = _raw(corpus), []
     for k in raw:
         part = corpus / "tune-parts" / f"{k['kernel']}.json"
-        new = _raw_of(recap).get(k["kernel"]) or by_launch.get(_launch_key(ours[k["kernel"]]))
+        new = theirs.get(k["kernel"]) or by_launch.get(_launch_key(ours[k["kernel"]]))
         if not part.is_file() or new is None:
             continue
         if json.loads(part.read_text()).get("baseline", {}).get("valid", True):

@@ -166,24 +166,34 @@ def tune_kernels(args: argparse.Namespace, parts: Path) -> dict:
     return counts
 
 
-def confirm_recorded(args, specs_json: Path, parts: Path, backend, cfg) -> int:
-    """--confirm: the recorded parts that returned a set but carry no confirmation get one (their part
-    rewritten), within --budget like the tuning after it; returns how many were confirmed faster."""
+def _confirm_parts(args, specs_json: Path, parts: Path, backend, cfg, wanted, record, label: str) -> int:
+    """Compare once more (`confirm_one`) the set of every selected part that `wanted(spec, row)` picks,
+    within --budget; `record(spec, row, comparison)` puts the answer into the row, whose part is rewritten.
+    Returns how many were faster."""
     done, t0 = 0, time.perf_counter()
     for spec in _selected(specs_json, args.kernel, args.only):
         part = parts / f"{spec.kernel}.json"
         row = json.loads(part.read_text()) if part.is_file() else {}
-        if row.get("returned", "baseline") == "baseline" or "confirm" in row:
+        if not wanted(spec, row):
             continue
         if args.budget is not None and time.perf_counter() - t0 > args.budget:
             break
         tuned = (parts / f"{spec.kernel}.ptx").read_text()
-        row["confirm"] = confirm_one(spec, specs_json, backend, tuned, row["returned"].split("+"), cfg)
+        again = confirm_one(spec, specs_json, backend, tuned, row["returned"].split("+"), cfg)
+        record(spec, row, again)
         part.write_text(json.dumps(row, indent=1) + "\n")
-        done += row["confirm"]["verdict"] == "faster"
-        print(f"tune: confirm {spec.kernel:44s} {row['confirm']['verdict']} {row['confirm'].get('ratio')}",
-              flush=True)
+        done += again["verdict"] == "faster"
+        print(f"tune: {label} {spec.kernel:44s} {again['verdict']} {again.get('ratio')}", flush=True)
     return done
+
+
+def confirm_recorded(args, specs_json: Path, parts: Path, backend, cfg) -> int:
+    """--confirm: the recorded parts that returned a set but carry no confirmation get one (their part
+    rewritten), within --budget like the tuning after it; returns how many were confirmed faster."""
+    return _confirm_parts(
+        args, specs_json, parts, backend, cfg,
+        wanted=lambda spec, row: row.get("returned", "baseline") != "baseline" and "confirm" not in row,
+        record=lambda spec, row, again: row.update(confirm=again), label="confirm")
 
 
 def captured_present(spec) -> list[str]:
@@ -196,30 +206,21 @@ def reconfirm_captured(args, specs_json: Path, parts: Path, backend, cfg) -> int
     them present (draw 0 = the captured tensors, draw 1 fresh), measured anew rather than answered by the
     store; the row's `confirm` becomes this comparison (the newest, which replay answers with) and
     `confirm_inputs` names the captured arguments it verified on. Returns how many stayed faster."""
-    from chronos.deploy_rule import deploys
 
-    done, t0 = 0, time.perf_counter()
-    for spec in _selected(specs_json, args.kernel, args.only):
-        part = parts / f"{spec.kernel}.json"
-        row = json.loads(part.read_text()) if part.is_file() else {}
-        present = captured_present(spec)
-        if not deploys(row) or "confirm_inputs" in row or not present:
-            continue
-        if args.budget is not None and time.perf_counter() - t0 > args.budget:
-            break
-        tuned = (parts / f"{spec.kernel}.ptx").read_text()
-        backend.remeasure = True
-        try:
-            again = confirm_one(spec, specs_json, backend, tuned, row["returned"].split("+"), cfg)
-        finally:
-            backend.remeasure = False
+    def record(spec, row, again):
         row["confirm_history"] = [*row.get("confirm_history", []), row.get("confirm")]
-        row["confirm"], row["confirm_inputs"] = again, {"captured": present, "draws": cfg.measure.input_draws}
-        part.write_text(json.dumps(row, indent=1) + "\n")
-        done += again["verdict"] == "faster"
-        print(f"tune: reconfirm on captured inputs {spec.kernel:44s} {again['verdict']} {again.get('ratio')}",
-              flush=True)
-    return done
+        row["confirm"] = again
+        row["confirm_inputs"] = {"captured": captured_present(spec), "draws": cfg.measure.input_draws}
+
+    def wanted(spec, row) -> bool:
+        return deploys(row) and "confirm_inputs" not in row and bool(captured_present(spec))
+
+    backend.remeasure = True
+    try:
+        return _confirm_parts(args, specs_json, parts, backend, cfg, wanted, record,
+                              label="reconfirm on captured inputs")
+    finally:
+        backend.remeasure = False
 
 
 def tune_one(spec, specs_json: Path, backend, policy, cfg, fixed=(), confirm=True) -> tuple[dict, str]:
@@ -265,7 +266,6 @@ def confirm_one(spec, specs_json: Path, backend, tuned_ptx: str, actions, cfg) -
     return {"ratio": row.get("ratio"), "ci": row.get("ci"), "verdict": row["verdict"], "primary": cmp.primary,
             "aa_ratio": aa.ratio if aa else None, "aa_ci": [aa.low, aa.high] if aa else None,
             "measured_at": cmp.provenance.get("created_at", "")}
-
 
 
 _FLOAT_ATOMIC = re.compile(r"(?<![\w.])((?:atom|red)\.global[\w.:]*\.(?:f16|bf16|f32|f64)(?:x2)?)\b")

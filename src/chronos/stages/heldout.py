@@ -47,6 +47,26 @@ from chronos.stages.measuring import add_backend_arguments, open_backend
 METHODS = ("policy", "beam", "bc", "fixed", "oracle")
 
 
+def picks_of(actions: dict, method: str) -> list[str]:
+    """A method's picks in a row's `actions`: beam has several, every other method one."""
+    return actions[method] if method == "beam" else [actions[method]]
+
+
+def distinct_picks(actions: dict) -> list[str]:
+    """Every method's picks, each once, stop left out, in METHODS order: the contenders of the kernel's
+    side-by-side comparison (their order is part of its store key)."""
+    return list(dict.fromkeys(a for m in METHODS for a in picks_of(actions, m) if a != "stop"))
+
+
+def side_by_side_gain(row: dict) -> dict:
+    return row["side_by_side"]["gain"]
+
+
+def _specs(args, cfg) -> dict:
+    """kernel -> (specs.json, KernelSpec) over the census's families."""
+    return {s.kernel: (sj, s) for _, sj, s in kernels_of(args.kernels, cfg.search.census.families)}
+
+
 def _arguments(ap) -> None:
     add_backend_arguments(ap)
     ap.add_argument("--kernels", type=Path, default=Path("data/kernels"))
@@ -125,8 +145,7 @@ def side_by_side(rows: list[dict], specs: dict, backend, cfg) -> None:
     from chronos.search.timed import TimedEvaluator, time_row
 
     for r in rows:
-        picks = [a for m in METHODS for a in (r["actions"][m] if m == "beam" else [r["actions"][m]])]
-        picks = list(dict.fromkeys(a for a in picks if a != "stop"))
+        picks = distinct_picks(r["actions"])
         specs_json, spec = specs[r["kernel"]]
         try:
             ev = TimedEvaluator(spec, load_module(specs_json, spec), backend, cfg.timing,
@@ -139,8 +158,7 @@ def side_by_side(rows: list[dict], specs: dict, backend, cfg) -> None:
                  if i is not None}
         gain = {a: -math.log(x["ratio"]) if x["verdict"] == "faster" else 0.0 for a, x in rows_.items()}
         r["side_by_side"] = {
-            "gain": {m: max([gain.get(a, 0.0) for a in (r["actions"][m] if m == "beam" else
-                                                         [r["actions"][m]])] + [0.0]) for m in METHODS},
+            "gain": {m: max([gain.get(a, 0.0) for a in picks_of(r["actions"], m)] + [0.0]) for m in METHODS},
             "ratio": {a: x.get("ratio") for a, x in rows_.items()},
             "verdict": {a: x["verdict"] for a, x in rows_.items()},
             "measured_at": cmp.provenance.get("created_at", "")}
@@ -176,14 +194,13 @@ def stability(curves: list[dict]) -> dict:
 
 def _measure_picks(args, cfg) -> int:
     rec = json.loads(args.picks.read_text())
-    specs = {s.kernel: (sj, s) for _, sj, s in kernels_of(args.kernels, cfg.search.census.families)}
     backend = open_backend(args, cfg)
     try:
-        side_by_side(rec["kernels"], specs, backend, cfg)
+        side_by_side(rec["kernels"], _specs(args, cfg), backend, cfg)
     finally:
         backend.close()
     done = [r for r in rec["kernels"] if "gain" in r["side_by_side"]]
-    rec["measured"] = totals(done, lambda r: r["side_by_side"]["gain"])
+    rec["measured"] = totals(done, side_by_side_gain)
     write_json(args.out, rec)
     print(f"heldout --picks: {len(done)}/{len(rec['kernels'])} timed; {json.dumps(rec['measured'])}")
     return 0
@@ -194,7 +211,7 @@ def _body(args, cfg) -> int:
         return _measure_picks(args, cfg)
     space, hcfg = resolve_space(cfg.search.census.space), cfg.heldout
     decisions = load_decisions(args.kernels, args.census, cfg.search.census.families, space)
-    specs = {s.kernel: (sj, s) for _, sj, s in kernels_of(args.kernels, cfg.search.census.families)}
+    specs = _specs(args, cfg)
     families = [f for f in cfg.search.census.families if any(d.family == f for d in decisions)]
     rows, curves, per_family = [], [], {}
     for fam in families:
@@ -216,10 +233,10 @@ def _body(args, cfg) -> int:
     out = {"provenance": {"command": command_line("heldout", args.argv), "census": str(args.census),
                           "measured_with": measured_with},
            "params": {"space": space.name, **hcfg.__dict__}, "total": totals(rows), "families": per_family,
-           "measured": {**totals(done, lambda r: r["side_by_side"]["gain"]),
-                        "not_measured": sorted(r["kernel"] for r in rows if r not in done)},
-           "families_measured": {f: totals([r for r in done if r["family"] == f],
-                                           lambda r: r["side_by_side"]["gain"]) for f in families},
+           "measured": {**totals(done, side_by_side_gain),
+                        "not_measured": sorted(r["kernel"] for r in rows if "error" in r["side_by_side"])},
+           "families_measured": {f: totals([r for r in done if r["family"] == f], side_by_side_gain)
+                                 for f in families},
            "stability": stability(curves), "kernels": rows}
     write_json(args.out, out)
     args.curves.parent.mkdir(parents=True, exist_ok=True)
