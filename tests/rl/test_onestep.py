@@ -6,11 +6,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import torch
 
 from chronos.actions import STOP, V2
 from chronos.config_timing import HeldoutConfig
 from chronos.features_v2 import observed_features
 from chronos.rl.onestep import best_action, choose, decision, deployed_gain, train_bc, train_grpo
+from chronos.rl.policy import TransformPolicy
 
 NF = len(observed_features(V2))
 A, B, C = "l2_evict_first_streaming", "maxnreg_128", "l1_evict_last_reread"
@@ -38,6 +40,11 @@ def test_rewards_are_signed_log_ratios_and_gains_deploy_only_faster_verdicts():
     slower = [{"action": C, "valid": True, "ratio": 1.1, "verdict": "slower"}]
     loser = decision("x", "f", np.zeros(NF), slower, V2)
     assert best_action(loser) == STOP
+    # nothing faster, several legal actions at deploy gain 0: stop, not the lowest-index one among them
+    flat = [{"action": a, "valid": True, "ratio": r, "verdict": "no_difference"}
+            for a, r in ((B, 0.99), (A, 1.0), (C, 0.995))]
+    tie = decision("t", "f", np.zeros(NF), flat, V2)
+    assert {tie.gain[V2.index[a]] for a in (A, B, C)} == {0.0} and best_action(tie) == STOP
     assert deployed_gain(d, [V2.index[C], V2.index[A]]) == -math.log(0.9)  # beam: the best measured deploys
 
 
@@ -63,3 +70,17 @@ def test_grpo_from_a_uniform_start_learns_to_prefer_the_rewarded_action():
     policy = train_bc(train, cfg, V2)  # one vanishing step: as initialised
     _, curves = train_grpo(policy, train, cfg)
     assert curves[0]["reward"] < 0.05 and np.mean([c["reward"] for c in curves[-20:]]) > 0.09
+
+
+def test_bc_learns_only_from_kernels_where_an_action_was_faster():
+    flat = [{"action": a, "valid": True, "ratio": 1.0, "verdict": "no_difference"} for a in (A, B, C)]
+    nothing = [decision(f"n{i}", "f", np.full(NF, float(i)), flat, V2) for i in range(6)]
+    cfg = HeldoutConfig(bc_epochs=150, hidden=32)
+    untouched = train_bc(nothing, cfg, V2)  # no demonstration at all: the policy as initialised
+    torch.manual_seed(cfg.seed)
+    fresh = TransformPolicy(hidden=32, dropout=0.0, action_space=V2)
+    assert all(torch.equal(a, b) for a, b in zip(untouched.state_dict().values(), fresh.state_dict().values(),
+                                                 strict=True))
+    # winners mixed with kernels where nothing won: BC never learns stop from the latter
+    policy = train_bc([_kernel(i, i % 2 == 0) for i in range(20)] + nothing, cfg, V2)
+    assert all(p[0] != STOP for p in choose(policy, nothing + [_kernel(50, True)]))

@@ -58,7 +58,7 @@ def test_selection_takes_one_signature_per_entry_most_gpu_time_first():
 
 def test_on_replay_a_kernel_without_a_part_is_not_measured(tmp_path):
     params = tmp_path / "params.yaml"
-    params.write_text((ROOT / "params.yaml").read_text().replace("per_family: 4 ", "per_family: 1 "))
+    params.write_text((ROOT / "params.yaml").read_text().replace("per_family: 24", "per_family: 1"))
     out = tmp_path / "headroom.json"
     argv = ["--params", str(params), "--kernels", str(ROOT / "data/kernels"), "--parts", str(tmp_path / "p"),
             "--out", str(out), "--backend", "replay", "--store", str(ROOT / "data/store/measurements.sqlite")]
@@ -94,7 +94,7 @@ def _fake_gpu_run(tmp_path, monkeypatch, ptxas, per_family: str, fewer: str) -> 
 def test_a_gpu_run_writes_parts_that_replay_as_recorded(tmp_path, monkeypatch, ptxas):
     """Through the GPU backend (fake worker: every contender valid, times from the cubin's hash) into a
     scratch store, then replayed from it: the same sets, no disagreement."""
-    argv = _fake_gpu_run(tmp_path, monkeypatch, ptxas, "per_family: 4 ", "per_family: 1 ")
+    argv = _fake_gpu_run(tmp_path, monkeypatch, ptxas, "per_family: 24", "per_family: 1")
     assert headroom.main([*argv, "--out", str(tmp_path / "gpu.json")]) == 0
     parts = list((tmp_path / "p/captured/flex").glob("*.json"))
     assert len(parts) == 1 and json.loads(parts[0].read_text())["provenance"]["gpu"] == "FakeGPU"

@@ -8,11 +8,11 @@ policy can be trained and scored on them with nothing estimated:
   gain    what deploys: -log(ratio) when its verdict was `faster`, else 0 (the baseline stays)
 
 Training is the seed's recipe cut to one step: behaviour cloning of each training kernel's best action
-(stop where none was faster), then GRPO — per epoch and kernel a group of sampled actions, advantages
-relative to the group (chronos.rl.grpo.advantages), the clipped surrogate with a KL term towards the BC
-policy (chronos.rl.grpo.grpo_loss). One update per epoch from the current policy, so the #6 collapse
-(forced first steps entering the loss with off-policy ratios) has no path in here: every sample is drawn by
-the policy being updated.
+(where one was faster: `train_bc` says why the others are left out), then GRPO — per epoch and kernel a
+group of sampled actions, advantages relative to the group (chronos.rl.grpo.advantages), the clipped
+surrogate with a KL term towards the BC policy (chronos.rl.grpo.grpo_loss). One update per epoch from the
+current policy, so the #6 collapse (forced first steps entering the loss with off-policy ratios) has no path
+in here: every sample is drawn by the policy being updated.
 """
 
 from __future__ import annotations
@@ -60,8 +60,11 @@ def decision(kernel: str, family: str, features: np.ndarray, candidates: list[di
 
 
 def best_action(d: Decision) -> int:
-    """The measured best: the largest deploy gain (stop when nothing was faster)."""
-    return int(np.nanargmax(np.where(np.isnan(d.gain), -np.inf, d.gain)))
+    """The measured best: the largest deploy gain; stop when nothing was faster (a tie at gain 0 is stop,
+    not the lowest-index action that also deploys nothing)."""
+    gain = np.where(np.isnan(d.gain), -np.inf, d.gain)
+    best = int(np.argmax(gain))
+    return STOP if gain[best] <= gain[STOP] else best
 
 
 def _logits(policy: TransformPolicy, obs: torch.Tensor) -> torch.Tensor:
@@ -69,10 +72,17 @@ def _logits(policy: TransformPolicy, obs: torch.Tensor) -> torch.Tensor:
 
 
 def train_bc(decisions: list[Decision], cfg: HeldoutConfig, space: ActionSpace) -> TransformPolicy:
+    """Behaviour cloning of the measured best action where one was faster. A kernel where none was holds
+    no demonstration: its legal actions tie at deploy gain 0 with stop (the optimize path keeps the
+    baseline unless a pick is faster), so a stop label there would teach stopping, which never deploys
+    more than trying does. GRPO still sees those kernels through their signed rewards."""
     torch.manual_seed(cfg.seed)
     policy = TransformPolicy(hidden=cfg.hidden, dropout=0.0, action_space=space)
-    obs = torch.tensor(np.stack([d.obs for d in decisions]))
-    target = torch.tensor([best_action(d) for d in decisions])
+    demos = [(d.obs, best_action(d)) for d in decisions if best_action(d) != STOP]
+    if not demos:
+        return policy
+    obs = torch.tensor(np.stack([o for o, _ in demos]))
+    target = torch.tensor([a for _, a in demos])
     opt = torch.optim.Adam(policy.parameters(), lr=cfg.bc_lr)
     for _ in range(cfg.bc_epochs):
         loss = torch.nn.functional.cross_entropy(_logits(policy, obs), target)
