@@ -100,7 +100,7 @@ class HeadroomConfig:
     families: tuple[str, ...] = ("captured/llama", "captured/gpt2", "captured/bert", "captured/flex",
                                  "triton_llm")
     space: str = "v2"
-    per_family: int = 4
+    per_family: int = 24
     budget_s: float = 300.0
     """(gpu) no new kernel starts after this many seconds; the rest waits for the next run."""
     peak_gb_s: float = 4800.0

@@ -44,6 +44,26 @@ def test_leave_one_workload_out_on_recorded_step_0_outcomes(tmp_path):
     assert len(lines) == 15 * len(rep["families"])
     assert {"reward", "kl", "entropy", "heldout_gain", "train_gain"} <= set(lines[0])
     assert set(rep["stability"]) == set(rep["families"])
+    # the multi-step comparator: each kernel's greedy search as headroom recorded it
+    assert rep["greedy_search"]["kernels"] == len(rows) and rep["greedy_search"]["max_steps"] == 6
+    for r in rows:
+        best = json.loads(next((ROOT / "data/headroom").glob(f"**/{r['kernel']}.json")).read_text())["best"]
+        assert r["greedy_search"]["actions"] == best["actions"]
+
+
+def test_greedy_search_deploys_only_a_faster_set_and_skips_kernels_without_a_search(tmp_path):
+    for kernel, actions, ratio, verdict in (("a", ["cache_cs", "maxnreg_64"], 0.9, "faster"),
+                                            ("b", ["cache_cs"], 0.98, "no_difference"), ("c", [], 1.0, "")):
+        (tmp_path / "fam").mkdir(exist_ok=True)
+        best = {"actions": actions, "ratio": ratio, "verdict": verdict}
+        (tmp_path / "fam" / f"{kernel}.json").write_text(json.dumps({"best": best}))
+    rows = [{"family": "fam", "kernel": k} for k in ("a", "b", "c", "missing")]
+    heldout.greedy_search(rows, tmp_path)
+    gains = [r["greedy_search"] and r["greedy_search"]["gain"] for r in rows]
+    assert gains == [-math.log(0.9), 0.0, 0.0, None]
+    t = heldout.greedy_totals(rows)
+    assert t["kernels"] == 3 and t["multi_step"] == 1
+    assert math.isclose(t["time_geomean"], (1 / 0.9) ** (1 / 3))
 
 
 def test_the_heldout_totals_become_v2_metrics_and_a_readme_table():
@@ -71,6 +91,10 @@ def test_the_heldout_totals_become_v2_metrics_and_a_readme_table():
     assert lines[5].startswith("| all | 2 |")
     assert "policy: 50.0% of the oracle's log-gain" in lines[-1] and heldout_section(None) == []
     assert headroom_metrics(None, None, {"total": {"kernels": 0}}) == {}
+    rep["greedy_search"] = {"kernels": 2, "multi_step": 1, "time_geomean": 1.01, "max_steps": 6}
+    assert headroom_metrics(None, None, rep)["v2"]["greedy_search"] == {"kernels": 2, "multi_step": 1,
+                                                                         "time_geomean": 1.01}
+    assert "Greedy search in time (stage headroom, up to 6 actions" in heldout_section(rep)[-1]
 
 
 def test_picks_recorded_elsewhere_are_timed_side_by_side_then_replayed(tmp_path, monkeypatch, ptxas):

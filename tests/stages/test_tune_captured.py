@@ -70,6 +70,8 @@ def test_a_reconfirmation_on_captured_inputs_is_compared_but_its_record_only_fac
     rec = {"returned": "cache_cs", "confirm": {"ratio": 0.93}, "confirm_history": [{"ratio": 0.95}],
            "confirm_inputs": {"captured": ["p0"], "draws": 2}}
     assert tune_captured.differences({"returned": "cache_cs", "confirm": {"ratio": 0.93}}, rec) == []
+    tuned_on_captured = {"returned": "cache_cs", "captured_inputs": ["p0", "p1"]}  # the clone has no inputs
+    assert tune_captured.differences({"returned": "cache_cs", "captured_inputs": []}, tuned_on_captured) == []
     assert tune_captured.differences({"returned": "cache_cs", "confirm": {"ratio": 0.95}}, rec) == [
         ".confirm.ratio"]
     # only at the top of a row: the same names deeper down are compared as any field

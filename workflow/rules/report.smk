@@ -135,6 +135,7 @@ rule census:
 rule heldout:
     input:
         "data/census",
+        "data/headroom",
         "data/kernels/captured",
         "data/kernels/triton_llm",
         "data/store/measurements.sqlite",
@@ -169,10 +170,11 @@ rule heldout:
         "reports/heldout.json",
         "reports/heldout_curves.csv",
     params:
-        tracked=tracked_params("heldout", "search.census", "search.greedy", "measure", "timing"),
+        tracked=tracked_params("heldout", "search.census", "search.greedy", "search.headroom", "measure",
+                               "timing"),
     shell:
         "python -m chronos.stages.heldout --params params.yaml --kernels data/kernels --census data/census"
-        " --store data/store/measurements.sqlite --backend replay --out reports/heldout.json"
+        " --headroom data/headroom --store data/store/measurements.sqlite --backend replay --out reports/heldout.json"
         " --curves reports/heldout_curves.csv"
 
 

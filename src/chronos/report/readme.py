@@ -329,6 +329,12 @@ def heldout_section(heldout: dict | None) -> list[str]:
             "single action with the largest gain on the other families; oracle: the census's best single "
             f"action per kernel. {share} Not timed again: {len(t.get('not_measured') or [])} kernels. Per "
             "kernel: reports/heldout.json; GRPO curves: reports/figures/heldout_curves.png.")
+    g = heldout.get("greedy_search") or {}
+    if g.get("kernels"):
+        note += (f" Greedy search in time (stage headroom, up to {g['max_steps']} "
+                 f"actions, no learning) on {g['kernels']} of these kernels: {g['time_geomean']:.4f}, "
+                 f"{g['multi_step']} sets of 2+ actions; scored in its own search's last comparison, among "
+                 "the last step's extensions, not beside the picks above.")
     return [*lines, "", note]
 
 

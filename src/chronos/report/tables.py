@@ -218,7 +218,8 @@ def headroom_metrics(headroom: dict | None, census: dict | None = None, heldout:
     {measured,faster,time_geomean} (a family under captured/ by its workload's name); heldout.{oracle_share,
     gap_closed,time_geomean,kernels} for the policy's greedy choice, heldout_beam.* for its beam,
     fixed_set.time_geomean and oracle.time_geomean: stage heldout's totals over every held-out kernel,
-    scored on the picks' side-by-side comparison; the same with suffix _census scored on the census."""
+    scored on the picks' side-by-side comparison; the same with suffix _census scored on the census;
+    greedy_search.{kernels,multi_step,time_geomean}: stage headroom's sets on those kernels."""
     v2 = {k: out for k, out in (("headroom", _searched(headroom)), ("census", _searched(census))) if out}
     for suffix, key in (("", "measured"), ("_census", "total")):
         t = (heldout or {}).get(key) or {}
@@ -227,4 +228,7 @@ def headroom_metrics(headroom: dict | None, census: dict | None = None, heldout:
                 v2[name + suffix] = {**t[m], "time_geomean": t["time_geomean"][m], "kernels": t["kernels"]}
             v2["fixed_set" + suffix] = {"time_geomean": t["time_geomean"]["fixed"]}
             v2["oracle" + suffix] = {"time_geomean": t["time_geomean"]["oracle"]}
+    searched = (heldout or {}).get("greedy_search") or {}
+    if searched.get("kernels"):  # multi-step, scored in its own search's last comparison
+        v2["greedy_search"] = {k: searched[k] for k in ("kernels", "multi_step", "time_geomean")}
     return {"v2": v2} if v2 else {}

@@ -16,6 +16,7 @@ verdict was faster, else 0):
   oracle   per kernel the census's best single action (its fastest contender: favoured by the winner's
            curse; `oracle_again` is that action's ratio in the census's second comparison beside the
            baseline alone)
+and beside them greedy search, multi-step, from stage headroom's searches (`greedy_search`).
 Totals over all held-out kernels: oracle_share = policy / oracle, gap_closed = (policy - fixed) /
 (oracle - fixed), time_geomean = exp(mean gain) per method. Curves per fold and epoch go to --curves.
 
@@ -71,6 +72,8 @@ def _arguments(ap) -> None:
     add_backend_arguments(ap)
     ap.add_argument("--kernels", type=Path, default=Path("data/kernels"))
     ap.add_argument("--census", type=Path, default=Path("data/census"))
+    ap.add_argument("--headroom", type=Path, default=Path("data/headroom"),
+                    help="stage headroom's searches: greedy search, the multi-step comparator")
     ap.add_argument("--out", type=Path, default=Path("reports/heldout.json"))
     ap.add_argument("--curves", type=Path, default=Path("reports/heldout_curves.csv"))
     ap.add_argument("--picks", type=Path, metavar="HELDOUT.json",
@@ -164,6 +167,27 @@ def side_by_side(rows: list[dict], specs: dict, backend, cfg) -> None:
             "measured_at": cmp.provenance.get("created_at", "")}
 
 
+def greedy_search(rows: list[dict], headroom: Path) -> None:
+    """Greedy search in time (stage headroom: up to search.greedy.max_steps v2 actions, no learning) as the
+    multi-step comparator. Each row gains `greedy_search` (None where headroom has no search): the set it
+    found and what that deploys, scored in the search's own last comparison (the set beside the baseline
+    and the last step's extensions), not in the side-by-side comparison of the other methods' picks."""
+    for r in rows:
+        part = headroom / r["family"] / f"{r['kernel']}.json"
+        best = json.loads(part.read_text())["best"] if part.is_file() else None
+        won = bool(best and best["actions"]) and best.get("verdict") == "faster"
+        r["greedy_search"] = best and {"actions": best["actions"], "ratio": best.get("ratio"),
+                                       "verdict": best.get("verdict"),
+                                       "gain": -math.log(best["ratio"]) if won else 0.0}
+
+
+def greedy_totals(rows: list[dict]) -> dict:
+    searched = [r["greedy_search"] for r in rows if r.get("greedy_search")]
+    gains = [g["gain"] for g in searched]
+    return {"kernels": len(searched), "multi_step": sum(len(g["actions"]) > 1 for g in searched),
+            "time_geomean": math.exp(sum(gains) / len(gains)) if gains else None}
+
+
 def totals(rows: list[dict], key=lambda r: r["gain"]) -> dict:
     """Summed gains per method (`key(row)`: the census's, or the side-by-side comparison's), the policy's
     (and beam's, bc's) share of the oracle and of the fixed->oracle gap, and per method the geomean
@@ -230,6 +254,7 @@ def _body(args, cfg) -> int:
     finally:
         backend.close()
     done = [r for r in rows if "gain" in r["side_by_side"]]
+    greedy_search(rows, args.headroom)
     out = {"provenance": {"command": command_line("heldout", args.argv), "census": str(args.census),
                           "measured_with": measured_with},
            "params": {"space": space.name, **hcfg.__dict__}, "total": totals(rows), "families": per_family,
@@ -237,6 +262,10 @@ def _body(args, cfg) -> int:
                         "not_measured": sorted(r["kernel"] for r in rows if "error" in r["side_by_side"])},
            "families_measured": {f: totals([r for r in done if r["family"] == f], side_by_side_gain)
                                  for f in families},
+           "greedy_search": {**greedy_totals(rows),
+                             "max_steps": cfg.search.headroom.max_steps or cfg.search.greedy.max_steps,
+                             "families": {f: greedy_totals([r for r in rows if r["family"] == f])
+                                          for f in families}},
            "stability": stability(curves), "kernels": rows}
     write_json(args.out, out)
     args.curves.parent.mkdir(parents=True, exist_ok=True)

@@ -31,9 +31,9 @@ from chronos.stages.common import EXIT_OK, EXIT_PARTIAL, command_line, run_stage
 from chronos.stages.measuring import add_backend_arguments, open_backend
 
 LOGP_TOLERANCE = 2e-3
-# facts of the device run that a replay on a clone cannot re-derive: the confirmations a re-confirmation on
-# the captured inputs (git-ignored) replaced, and which captured arguments it verified on
-RECORD_ONLY = ("confirm_history", "confirm_inputs")
+# facts of the device run that a replay on a clone cannot re-derive: which captured arguments (git-ignored
+# inputs) a tune verified on, the confirmations a re-confirmation on them replaced, and what it verified on
+RECORD_ONLY = ("captured_inputs", "confirm_history", "confirm_inputs")
 
 
 def _arguments(ap) -> None:
