@@ -36,6 +36,8 @@ class TimingConfig:
             allocation. Verdicts bootstrap over rounds, so they need enough of them.
         reps: single-launch event samples per contender per round (their median is the round's value).
         l2: cold (L2 flushed before each timed launch, inside the graph too) | warm (back to back).
+        l2_demote: (cold only) before each flush, demote the kernel's buffers' L2 lines to normal eviction
+            priority (chronos.measure.l2), so lines kept by an L2 evict_last hint do not outlive the flush.
         spin_us: a %globaltimer spin kernel this long runs before every start event, so the host's
             enqueueing of start, launch and end is hidden behind it: host delays never enter an interval.
         graph_launches: launches per CUDA graph for the per-launch (graph) time of short kernels.
@@ -53,6 +55,7 @@ class TimingConfig:
     rounds: int = 15
     reps: int = 5
     l2: str = "cold"
+    l2_demote: bool = False
     spin_us: float = 30.0
     graph_launches: int = 20
     graph_reps: int = 2
@@ -68,6 +71,7 @@ class TimingConfig:
                f"must be >= 5 (the bootstrap resamples rounds), got {self.rounds}")
         check(self.reps >= 1, "timing.reps", f"must be >= 1, got {self.reps}")
         check(self.l2 in ("cold", "warm"), "timing.l2", f"must be cold or warm, got {self.l2!r}")
+        check(not self.l2_demote or self.l2 == "cold", "timing.l2_demote", "needs timing.l2: cold")
         check(self.spin_us >= 0, "timing.spin_us", f"must be >= 0, got {self.spin_us}")
         check(self.graph_launches >= 1, "timing.graph_launches", f"must be >= 1, got {self.graph_launches}")
         check(self.graph_reps >= 1, "timing.graph_reps", f"must be >= 1, got {self.graph_reps}")
@@ -84,6 +88,8 @@ class TimingConfig:
         if not self.max_rounds:  # added later: off, the adaptive knobs stay out, so older keys still hold
             for k in _ADAPTIVE:
                 knobs.pop(k)
+        if not self.l2_demote:  # added later, likewise
+            knobs.pop("l2_demote")
         blob = json.dumps({"timing": knobs, "measure": measure_hash}, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 

@@ -44,3 +44,18 @@ def test_a_long_kernel_is_judged_on_single_launch_events(tmp_path):
         cmp = be.compare(spec, [Variant(spec, ptx, ()), Variant(spec, ptx, ())], TIMING)
     assert cmp.primary == "event" and cmp.contenders[1].graph_ms is None
     assert cmp.verdict(1, TIMING, 0.005) == "no_difference"
+
+
+def test_the_l2_demote_protocol_runs_on_both_series_and_keys_its_own_comparisons(tmp_path):
+    import dataclasses
+
+    demote = dataclasses.replace(TIMING, l2_demote=True)
+    for name, primary in (("silu_mul_f16_n4096", "graph"), ("attention_d64_kv1024", "event")):
+        spec, ptx = _kernel(name)
+        vs = [Variant(spec, ptx, ()), Variant(spec, ptx, ())]
+        with GpuBackend(tmp_path / "m.sqlite", CFG) as be:
+            plain, demoted = be.compare(spec, vs, TIMING), be.compare(spec, vs, demote)
+        assert plain.provenance["created_at"] != demoted.provenance["created_at"]  # two keys, both measured
+        assert demoted.primary == primary and demoted.verdict(1, demote, 0.005) == "no_difference"
+        if primary == "graph":  # the flush-only graph holds the demotes too, so per-launch times stay > 0
+            assert all(x > 0 for x in demoted.contenders[0].graph_ms)

@@ -3,7 +3,8 @@ on one allocation, with the L2 state explicit and host delays kept out of every 
 
 Runs inside a measurement worker (GpuRunner's context). Per round, each valid contender (in a seeded shuffled
 order) gets
-  * `reps` single-launch samples: [flush L2 if cold] → spin → start event → launch → end event. The spin
+  * `reps` single-launch samples: [flush L2 if cold, behind a demote of the kernel's buffers with
+    timing.l2_demote (chronos.measure.l2)] → spin → start event → launch → end event. The spin
     kernel (%globaltimer, `spin_us`) keeps the GPU busy while the host enqueues start, launch and end, so a
     slow or preempted host never lands inside the interval (benchmarks/bench_launch_gap.py: the flush alone
     hides host delays up to ~22 µs only);
@@ -30,6 +31,7 @@ from chronos.config import MeasureConfig
 from chronos.config_timing import TimingConfig
 from chronos.errors import CudaFault
 from chronos.kernels.spec import KernelSpec
+from chronos.measure.l2 import Demoter
 from chronos.measure.verdicts import ratio_estimate
 from chronos.measure.verify_device import DeviceDraws, helper_kernel, verify_all
 
@@ -96,7 +98,7 @@ def _stream_handle(stream) -> int:
 class _Timer:
     """The timed protocols of one comparison, on one stream."""
 
-    def __init__(self, runner, mcfg: MeasureConfig, tcfg: TimingConfig):
+    def __init__(self, runner, mcfg: MeasureConfig, tcfg: TimingConfig, spans: list[tuple[int, int]]):
         self.r, self.drv, self.t = runner, runner.drv, tcfg
         self.cold = tcfg.l2 == "cold"
         self.flush_bytes = mcfg.l2_flush_bytes
@@ -107,8 +109,11 @@ class _Timer:
         self.spin = helper_kernel(runner, SPIN_PTX, SPIN_ENTRY, "Q")
         self.spin_ns = np.uint64(int(tcfg.spin_us * 1000))
         self.graphs: Graphs | None = None
+        self.demoter = Demoter(runner, spans) if self.cold and tcfg.l2_demote else None
 
     def _flush(self) -> None:
+        if self.demoter is not None:
+            self.demoter.launch(self.stream)
         self.drv.memset_d8_async(self.r.flush, 0xA5, self.flush_bytes, self.stream)
 
     def _guard(self) -> None:
@@ -174,7 +179,8 @@ def compare(runner, spec: KernelSpec, mcfg: MeasureConfig, tcfg: TimingConfig, b
         ks = [runner._call(_Kernel, runner.drv, c[1], spec, False) for c in contenders]
         out = verify_all(spec, mcfg, draws, base_k, ks, bufs, args)
         draws.restore(bufs, 0)
-        timer = _Timer(runner, mcfg, tcfg)
+        timer = _Timer(runner, mcfg, tcfg, [(bufs[a.name], max(a.nbytes, 256)) for a in spec.args
+                                            if a.kind == "buffer"])
         live = [i for i, o in enumerate(out) if o["valid"]]
         for i in live:  # warm-up: module load, instruction caches
             timer.single(ks[i], args, 2)
