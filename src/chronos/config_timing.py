@@ -156,6 +156,10 @@ class HeldoutConfig:
     temperature: float = 1.0
     beam: int = 3
     """The optimize path's beam: the policy's k most likely actions, the best measured one kept."""
+    fixed_beam: int = 0
+    """0 (off) or k: also score `fixed_beam`, the k best legal actions of the training families' ranking,
+    the best measured one kept: what a beam buys without learning. On, its picks join each kernel's
+    side-by-side comparison, whose key then changes: a GPU run must time them before replay can."""
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -164,4 +168,5 @@ class HeldoutConfig:
         for k in ("bc_lr", "lr", "temperature"):
             check(getattr(self, k) > 0, f"heldout.{k}", f"must be > 0, got {getattr(self, k)}")
         check(self.beta >= 0, "heldout.beta", f"must be >= 0, got {self.beta}")
+        check(self.fixed_beam >= 0, "heldout.fixed_beam", f"must be >= 0, got {self.fixed_beam}")
         check(0 < self.clip_eps < 1, "heldout.clip_eps", f"must be in (0, 1), got {self.clip_eps}")

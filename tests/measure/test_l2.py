@@ -5,23 +5,17 @@ assemble too (the benchmark runs on a GPU only)."""
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
-from pathlib import Path
 
 import pytest
 
 from chronos.config_timing import TimingConfig
 from chronos.errors import ConfigError
 from chronos.measure import l2
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_l2_demote.py"
+from tests.benchmark_module import BENCHMARKS, load_benchmark
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("bench_l2_demote", BENCH)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("bench_l2_demote")
 
 
 @pytest.mark.parametrize("arch", ["sm_89", "sm_90a"])
@@ -75,7 +69,7 @@ def test_the_benchmarks_off_comparison_is_the_census_one_and_on_is_a_new_key():
     from chronos.search.atlas_replay import backend_with_atlas
     from chronos.search.runs import kernels_of
 
-    root = BENCH.parents[1]
+    root = BENCHMARKS.parent
     bench = _bench()
     cfg = config.load(root / "params.yaml")
     first = bench.winners(root / "data" / "census", controls=0)[0]

@@ -17,7 +17,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_leave_one_workload_out_on_recorded_step_0_outcomes(tmp_path):
     params = tmp_path / "params.yaml"
     text = (ROOT / "params.yaml").read_text()
-    params.write_text(text.replace("bc_epochs: 200", "bc_epochs: 20").replace("epochs: 1500", "epochs: 15"))
+    params.write_text(text.replace("bc_epochs: 200", "bc_epochs: 20").replace("epochs: 1500", "epochs: 15")
+                      .replace("fixed_beam: 0", "fixed_beam: 2"))
     out, curves = tmp_path / "heldout.json", tmp_path / "curves.csv"
     assert heldout.main(["--params", str(params), "--census", str(ROOT / "data/headroom"), "--out", str(out),
                          "--curves", str(curves)]) == 0
@@ -37,6 +38,16 @@ def test_leave_one_workload_out_on_recorded_step_0_outcomes(tmp_path):
     others = heldout.load_decisions(ROOT / "data/kernels", ROOT / "data/headroom",
                                     ["captured/llama", "captured/gpt2", "captured/bert", "triton_llm"], v2)
     assert {r["actions"]["fixed"] for r in flex} == {v2.names[heldout.fixed_action(others)]}
+    # fixed_beam: the ranking's 2 best actions measured on the kernel, the better one deploys
+    ranking = [v2.names[a] for a in heldout.fixed_ranking(others)]
+    for r in flex:
+        part = next((ROOT / "data/headroom").glob(f"**/{r['kernel']}.json"))
+        cands = json.loads(part.read_text())["trace"][0]["candidates"]
+        legal = [c["action"] for c in cands if c.get("valid")]
+        assert r["actions"]["fixed_beam"] == [a for a in ranking if a in legal][:2]
+        assert r["gain"]["fixed_beam"] >= r["gain"]["fixed"] or r["actions"]["fixed"] not in legal
+        assert set(r["actions"]["fixed_beam"]) - {"stop"} <= set(heldout.distinct_picks(r["actions"]))
+    assert "fixed_beam" in rep["total"] and rep["params"]["fixed_beam"] == 2
     t = rep["total"]
     assert math.isclose(t["policy"]["oracle_share"], t["gain"]["policy"] / t["gain"]["oracle"])
     assert math.isclose(t["time_geomean"]["oracle"], math.exp(t["gain"]["oracle"] / len(rows)))
@@ -95,6 +106,30 @@ def test_the_heldout_totals_become_v2_metrics_and_a_readme_table():
     assert headroom_metrics(None, None, rep)["v2"]["greedy_search"] == {"kernels": 2, "multi_step": 1,
                                                                          "time_geomean": 1.01}
     assert "Greedy search in time (stage headroom, up to 6 actions" in heldout_section(rep)[-1]
+    assert "heldout_fixed_beam" not in headroom_metrics(None, None, rep)["v2"]  # heldout.fixed_beam off
+
+
+def test_fixed_beam_is_scored_and_reported_only_where_it_was_on():
+    from chronos.report.readme import heldout_section
+    from chronos.report.tables import headroom_metrics
+
+    gains = [{"policy": 0.02, "beam": 0.03, "bc": 0.0, "fixed": 0.01, "oracle": 0.04, "fixed_beam": 0.04},
+             {"policy": 0.0, "beam": 0.0, "bc": 0.0, "fixed": 0.0, "oracle": 0.0, "fixed_beam": 0.0}]
+    t = heldout.totals([{"gain": g} for g in gains])
+    assert t["fixed_beam"] == {"oracle_share": 1.0, "gap_closed": 1.0}
+    rep = {"total": t, "measured": t, "families": {"captured/bert": t}, "families_measured": {},
+           "params": {"beam": 3, "fixed_beam": 3}}
+    v2 = headroom_metrics(None, None, rep)["v2"]
+    assert v2["heldout_fixed_beam"]["oracle_share"] == 1.0 and v2["heldout_fixed_beam_census"]["kernels"] == 2
+    lines = heldout_section(rep)
+    assert lines[2].endswith("| oracle | fixed_beam |")
+    assert "fixed_beam: 100.0% of the oracle's log-gain" in lines[-1]
+    assert "the 3 best actions of the fixed ranking" in lines[-1]
+    actions = {"policy": "a", "beam": ["a", "b"], "bc": "c", "fixed": "d", "oracle": "b",
+               "fixed_beam": ["d", "e"]}
+    assert heldout.distinct_picks(actions) == ["a", "b", "c", "d", "e"]  # fixed_beam's new picks come last
+    del actions["fixed_beam"]
+    assert heldout.distinct_picks(actions) == ["a", "b", "c", "d"]
 
 
 def test_picks_recorded_elsewhere_are_timed_side_by_side_then_replayed(tmp_path, monkeypatch, ptxas):
@@ -131,3 +166,21 @@ def test_picks_recorded_elsewhere_are_timed_side_by_side_then_replayed(tmp_path,
     with ReplayBackend(store, cfg.measure) as replay:
         heldout.side_by_side(again["kernels"], specs, replay, cfg)
     assert again["kernels"][0]["side_by_side"]["gain"] == row["gain"]
+
+
+def test_held_out_scores_without_l2_evict_last_count_those_picks_as_the_baseline():
+    import math
+
+    from tests.benchmark_module import load_benchmark
+
+    bench = load_benchmark("heldout_without_l2_last")
+    row = {"actions": {"policy": "l2_evict_last_reread", "beam": ["l2_evict_last_reread", "occ_ctas_2"],
+                       "bc": "occ_ctas_2", "fixed": "l2_evict_last_streaming",
+                       "oracle": "l2_evict_last_reread"},
+           "side_by_side": {"ratio": {"l2_evict_last_reread": 0.95, "occ_ctas_2": 0.98,
+                                      "l2_evict_last_streaming": 0.99},
+                            "verdict": {"l2_evict_last_reread": "faster", "occ_ctas_2": "faster",
+                                        "l2_evict_last_streaming": "no_difference"}}}
+    got = bench.without_l2_last(row)
+    assert got["policy"] == got["fixed"] == got["oracle"] == 0.0
+    assert got["beam"] == got["bc"] == -math.log(0.98)  # the beam's best pick without the hint

@@ -26,6 +26,14 @@ def test_differences_allow_only_the_printed_digits_of_logp_to_move():
     assert tune_captured.differences({"beam": []}, rec) == [".beam", ".returned"]
 
 
+def test_differences_let_only_the_last_bits_of_other_floats_move():
+    rec = {"beam": [{"ratio": 0.96, "ci": [0.9977492595060106, 1.0013890278442166]}]}
+    last_bit = {"beam": [{"ratio": 0.96, "ci": [0.9977492595060106, 1.0013890278442168]}]}
+    assert tune_captured.differences(last_bit, rec) == []  # another numpy release, same inputs
+    moved = {"beam": [{"ratio": 0.96, "ci": [0.9977492595060106, 1.0013891278442166]}]}
+    assert tune_captured.differences(moved, rec) == [".beam[0].ci[1]"]
+
+
 def _flex_only(tmp_path: Path) -> Path:
     d = tmp_path / "captured"
     shutil.copytree(CORPUS / "flex", d / "flex")

@@ -304,14 +304,15 @@ def heldout_section(heldout: dict | None) -> list[str]:
     t, c = (heldout or {}).get("measured") or {}, (heldout or {}).get("total") or {}
     if not c.get("kernels"):
         return []
-    methods = ("policy", "beam", "bc", "fixed", "oracle")
+    methods = tuple(c["time_geomean"])  # policy, beam, bc, fixed, oracle[, fixed_beam]
     fams = heldout.get("families_measured") or {}
     lines = ["## Held-out workloads: policy vs best fixed action vs oracle (census, H200)", "",
              "| held out | kernels | " + " | ".join(methods) + " |", "|---|---|" + "---|" * len(methods)]
 
     def cell(m: dict, cen: dict, k: str) -> str:
         got = (m.get("time_geomean") or {}).get(k)
-        return (f"{got:.4f} " if got else "— ") + f"({cen['time_geomean'][k]:.4f})"
+        census = cen["time_geomean"].get(k)
+        return (f"{got:.4f} " if got else "— ") + (f"({census:.4f})" if census else "")
 
     for fam, f in {**heldout["families"], "all": c}.items():
         m = t if fam == "all" else fams.get(fam, {})
@@ -320,14 +321,18 @@ def heldout_section(heldout: dict | None) -> list[str]:
         f"{m}: {_frac((t.get(m) or {}).get('oracle_share'))} of the oracle's log-gain, "
         f"{_frac((t.get(m) or {}).get('gap_closed'))} of the fixed-to-oracle gap closed "
         f"(census: {_frac(c[m]['oracle_share'])}, {_frac(c[m]['gap_closed'])});"
-        for m in ("policy", "beam", "bc"))
+        for m in ("policy", "beam", "bc", "fixed_beam") if m in c)
     note = ("Geomean speedup over the held-out kernels of what each choice deploys (its measured ratio where "
             "the verdict was faster, else 1), timed in one fresh side-by-side comparison of each kernel's "
             "picks; in brackets the same scored on the census's comparison, where the oracle was picked "
             "(the winner's curse favours it there). policy: the GRPO policy's greedy choice; beam: the best "
             f"measured of its {heldout['params']['beam']} most likely actions; bc: before GRPO; fixed: the "
             "single action with the largest gain on the other families; oracle: the census's best single "
-            f"action per kernel. {share} Not timed again: {len(t.get('not_measured') or [])} kernels. Per "
+            "action per kernel"
+            + (f"; fixed_beam: the {heldout['params'].get('fixed_beam')} best actions of the fixed ranking "
+               "legal on the kernel, the best measured one kept (a beam without learning)"
+               if "fixed_beam" in c else "")
+            + f". {share} Not timed again: {len(t.get('not_measured') or [])} kernels. Per "
             "kernel: reports/heldout.json; GRPO curves: reports/figures/heldout_curves.png.")
     g = heldout.get("greedy_search") or {}
     if g.get("kernels"):

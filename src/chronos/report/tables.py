@@ -217,6 +217,7 @@ def headroom_metrics(headroom: dict | None, census: dict | None = None, heldout:
     """reports/{headroom,census,heldout}.json as metrics under v2: headroom.<family> and census.<family>
     {measured,faster,time_geomean} (a family under captured/ by its workload's name); heldout.{oracle_share,
     gap_closed,time_geomean,kernels} for the policy's greedy choice, heldout_beam.* for its beam,
+    heldout_fixed_beam.* for the fixed ranking's beam (where heldout.fixed_beam scored it),
     fixed_set.time_geomean and oracle.time_geomean: stage heldout's totals over every held-out kernel,
     scored on the picks' side-by-side comparison; the same with suffix _census scored on the census;
     greedy_search.{kernels,multi_step,time_geomean}: stage headroom's sets on those kernels."""
@@ -224,7 +225,10 @@ def headroom_metrics(headroom: dict | None, census: dict | None = None, heldout:
     for suffix, key in (("", "measured"), ("_census", "total")):
         t = (heldout or {}).get(key) or {}
         if t.get("kernels"):
-            for name, m in (("heldout", "policy"), ("heldout_beam", "beam")):
+            for name, m in (("heldout", "policy"), ("heldout_beam", "beam"),
+                            ("heldout_fixed_beam", "fixed_beam")):
+                if m not in t:
+                    continue
                 v2[name + suffix] = {**t[m], "time_geomean": t["time_geomean"][m], "kernels": t["kernels"]}
             v2["fixed_set" + suffix] = {"time_geomean": t["time_geomean"]["fixed"]}
             v2["oracle" + suffix] = {"time_geomean": t["time_geomean"]["oracle"]}

@@ -13,6 +13,8 @@ verdict was faster, else 0):
   policy   the policy's greedy choice;  beam  the best measured of its `beam` most likely actions
   bc       the BC policy before GRPO
   fixed    the single action with the largest summed gain over the training families
+  fixed_beam  (heldout.fixed_beam = k > 0) the k best actions of that ranking legal on the kernel, the
+           best measured one kept: beam k without learning
   oracle   per kernel the census's best single action (its fastest contender: favoured by the winner's
            curse; `oracle_again` is that action's ratio in the census's second comparison beside the
            baseline alone)
@@ -46,17 +48,25 @@ from chronos.stages.common import command_line, run_stage, write_json
 from chronos.stages.measuring import add_backend_arguments, open_backend
 
 METHODS = ("policy", "beam", "bc", "fixed", "oracle")
+FIXED_BEAM = "fixed_beam"
+SHARED = ("policy", "beam", "bc", FIXED_BEAM)
+"""The methods whose share of the oracle and of the fixed-to-oracle gap is reported."""
+
+
+def methods_in(scored: dict) -> tuple[str, ...]:
+    """METHODS, and fixed_beam after them where a row's actions or gains hold it (heldout.fixed_beam)."""
+    return (*METHODS, FIXED_BEAM) if FIXED_BEAM in scored else METHODS
 
 
 def picks_of(actions: dict, method: str) -> list[str]:
-    """A method's picks in a row's `actions`: beam has several, every other method one."""
-    return actions[method] if method == "beam" else [actions[method]]
+    """A method's picks in a row's `actions`: beam and fixed_beam have several, every other method one."""
+    return actions[method] if method in ("beam", FIXED_BEAM) else [actions[method]]
 
 
 def distinct_picks(actions: dict) -> list[str]:
-    """Every method's picks, each once, stop left out, in METHODS order: the contenders of the kernel's
+    """Every method's picks, each once, stop left out, in methods_in order: the contenders of the kernel's
     side-by-side comparison (their order is part of its store key)."""
-    return list(dict.fromkeys(a for m in METHODS for a in picks_of(actions, m) if a != "stop"))
+    return list(dict.fromkeys(a for m in methods_in(actions) for a in picks_of(actions, m) if a != "stop"))
 
 
 def side_by_side_gain(row: dict) -> dict:
@@ -106,6 +116,21 @@ def fixed_action(train: list) -> int:
     return int(np.argmax(total))
 
 
+def fixed_ranking(train: list) -> list[int]:
+    """Every action but stop by summed deploy gain over `train`, largest first (ties: lower index first)."""
+    from chronos.actions import STOP
+
+    total = np.nansum(np.stack([d.gain for d in train]), axis=0)
+    return [int(a) for a in np.argsort(-total, kind="stable") if a != STOP]
+
+
+def legal_top(d, ranking: list[int], k: int) -> list[int]:
+    """The first k actions of `ranking` that were measured on decision d (stop where none was)."""
+    from chronos.actions import STOP
+
+    return [a for a in ranking if not np.isnan(d.reward[a])][:k] or [STOP]
+
+
 def _mean_gain(policy, ds: list) -> float:
     from chronos.rl.onestep import choose, deployed_gain
 
@@ -126,6 +151,7 @@ def run_fold(family: str, train: list, test: list, cfg: HeldoutConfig, space):
 
     policy, curves = train_grpo(policy, train, cfg, probe)
     picks, beams = choose(policy, test), choose(policy, test, cfg.beam)
+    ranking = fixed_ranking(train) if cfg.fixed_beam else []
     rows = []
     for d, p, k, b in zip(test, picks, beams, bc, strict=True):
         best = best_action(d)
@@ -138,6 +164,10 @@ def run_fold(family: str, train: list, test: list, cfg: HeldoutConfig, space):
                      "fixed": deployed_gain(d, [fixed]), "oracle": deployed_gain(d, [best])},
             "oracle_again": {k2: again.get(k2) for k2 in ("actions", "ratio", "ci", "verdict")},
         })
+        if ranking:
+            top = legal_top(d, ranking, cfg.fixed_beam)
+            rows[-1]["actions"][FIXED_BEAM] = [space.names[a] for a in top]
+            rows[-1]["gain"][FIXED_BEAM] = deployed_gain(d, top)
     return rows, [{"heldout": family, **c} for c in curves]
 
 
@@ -161,7 +191,8 @@ def side_by_side(rows: list[dict], specs: dict, backend, cfg) -> None:
                  if i is not None}
         gain = {a: -math.log(x["ratio"]) if x["verdict"] == "faster" else 0.0 for a, x in rows_.items()}
         r["side_by_side"] = {
-            "gain": {m: max([gain.get(a, 0.0) for a in picks_of(r["actions"], m)] + [0.0]) for m in METHODS},
+            "gain": {m: max([gain.get(a, 0.0) for a in picks_of(r["actions"], m)] + [0.0])
+                     for m in methods_in(r["actions"])},
             "ratio": {a: x.get("ratio") for a, x in rows_.items()},
             "verdict": {a: x["verdict"] for a, x in rows_.items()},
             "measured_at": cmp.provenance.get("created_at", "")}
@@ -192,10 +223,11 @@ def totals(rows: list[dict], key=lambda r: r["gain"]) -> dict:
     """Summed gains per method (`key(row)`: the census's, or the side-by-side comparison's), the policy's
     (and beam's, bc's) share of the oracle and of the fixed->oracle gap, and per method the geomean
     speedup exp(mean gain)."""
-    s = {m: sum(key(r)[m] for r in rows) for m in METHODS}
+    methods = methods_in(key(rows[0])) if rows else METHODS
+    s = {m: sum(key(r)[m] for r in rows) for m in methods}
     out = {"kernels": len(rows), "gain": s,
-           "time_geomean": {m: math.exp(s[m] / len(rows)) if rows else None for m in METHODS}}
-    for m in ("policy", "beam", "bc"):
+           "time_geomean": {m: math.exp(s[m] / len(rows)) if rows else None for m in methods}}
+    for m in (m for m in SHARED if m in methods):
         out[m] = {"oracle_share": s[m] / s["oracle"] if s["oracle"] > 0 else None,
                   "gap_closed": (s[m] - s["fixed"]) / (s["oracle"] - s["fixed"])
                   if s["oracle"] - s["fixed"] > 1e-12 else None}
@@ -245,7 +277,7 @@ def _body(args, cfg) -> int:
         curves += c
         per_family[fam] = totals(r)
         t = per_family[fam]["time_geomean"]
-        print(f"heldout {fam:16s} {len(test):3d} kernels: " + " ".join(f"{m} {t[m]:.4f}" for m in METHODS),
+        print(f"heldout {fam:16s} {len(test):3d} kernels: " + " ".join(f"{m} {v:.4f}" for m, v in t.items()),
               flush=True)
     backend = open_backend(args, cfg)
     try:

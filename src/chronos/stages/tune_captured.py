@@ -10,15 +10,17 @@ policy may since have been retrained (`dvc exp run -S grpo.epochs=...`), and its
 measured. On replay every recorded kernel is tuned once more: the policy predicts its candidates
 on this CPU, the store answers each comparison, and the row must equal the record, the predicted
 log-probabilities to LOGP_TOLERANCE (printed to 4 decimals, they differ in the last one between CPU builds
-of torch). Kernels the record lacks (left by a call's budget) are listed, never guessed. A disagreement is
-recorded with the fields that differ and the stage exits 1: a committed tune result that the store cannot
-reproduce is a bug, not a number. The tuned DB that deployment reads is not kept in git; it is written from
-the record, and `db` says how many entries it holds.
+of torch), every other float to FLOAT_RTOL (a bootstrap interval's bound differs in its last bit between
+numpy releases: 1.0013890278442166 against ...68). Kernels the record lacks (left by a call's budget) are
+listed, never guessed. A disagreement is recorded with the fields that differ and the stage exits 1: a
+committed tune result that the store cannot reproduce is a bug, not a number. The tuned DB that deployment
+reads is not kept in git; it is written from the record, and `db` says how many entries it holds.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 from pathlib import Path
@@ -31,6 +33,7 @@ from chronos.stages.common import EXIT_OK, EXIT_PARTIAL, command_line, run_stage
 from chronos.stages.measuring import add_backend_arguments, open_backend
 
 LOGP_TOLERANCE = 2e-3
+FLOAT_RTOL = 1e-9
 # facts of the device run that a replay on a clone cannot re-derive: which captured arguments (git-ignored
 # inputs) a tune verified on, the confirmations a re-confirmation on them replaced, and what it verified on
 RECORD_ONLY = ("captured_inputs", "confirm_history", "confirm_inputs")
@@ -44,7 +47,8 @@ def _arguments(ap) -> None:
 
 
 def differences(replayed, recorded, path: str = "") -> list[str]:
-    """Where two part rows differ (dotted paths); `logp` values within LOGP_TOLERANCE are equal."""
+    """Where two part rows differ (dotted paths); `logp` values within LOGP_TOLERANCE are equal, other
+    floats within FLOAT_RTOL (relative); strings, verdicts and action lists exactly."""
     if isinstance(replayed, dict) and isinstance(recorded, dict):
         return [d for k in sorted(set(replayed) | set(recorded)) if not (path == "" and k in RECORD_ONLY)
                 for d in differences(replayed.get(k), recorded.get(k), f"{path}.{k}")]
@@ -53,6 +57,8 @@ def differences(replayed, recorded, path: str = "") -> list[str]:
                 for d in differences(a, b, f"{path}[{i}]")]
     if path.endswith(".logp") and isinstance(replayed, float) and isinstance(recorded, float):
         return [] if abs(replayed - recorded) <= LOGP_TOLERANCE else [path]
+    if isinstance(replayed, float) and isinstance(recorded, float):
+        return [] if math.isclose(replayed, recorded, rel_tol=FLOAT_RTOL) else [path]
     return [] if replayed == recorded else [path or "."]
 
 
