@@ -184,3 +184,22 @@ def test_held_out_scores_without_l2_evict_last_count_those_picks_as_the_baseline
     got = bench.without_l2_last(row)
     assert got["policy"] == got["fixed"] == got["oracle"] == 0.0
     assert got["beam"] == got["bc"] == -math.log(0.98)  # the beam's best pick without the hint
+
+
+def test_the_record_s_picks_are_scored_and_this_run_s_kept_beside_them():
+    from chronos.actions import V2
+    from tests.rl.test_onestep import A, B, C, _kernel
+
+    d = _kernel(0, True)  # A faster (0.9), B no difference, C slower
+    mine = {"policy": B, "beam": [B, C], "bc": B, "fixed": A, "oracle": A, "fixed_beam": [A, B]}
+    rows = [{"kernel": d.kernel, "actions": dict(mine), "gain": {m: 0.0 for m in mine}},
+            {"kernel": "not in the record", "actions": {}, "gain": {}}]
+    record = {d.kernel: {"policy": A, "beam": [A, B], "bc": B, "fixed": A, "oracle": A}}
+    assert heldout.apply_record(rows, [d], V2, record) == [d.kernel]
+    r = rows[0]
+    assert r["actions"]["policy"] == A and r["gain"]["policy"] == r["gain"]["beam"] == -math.log(0.9)
+    assert r["gain"]["bc"] == 0.0 and r["actions"]["fixed_beam"] == [A, B]  # a method the record lacks stays
+    assert r["retrained"]["actions"] == mine and rows[1] == {"kernel": "not in the record", "actions": {},
+                                                             "gain": {}}
+    same = [{"kernel": d.kernel, "actions": dict(record[d.kernel]), "gain": {}}]
+    assert heldout.apply_record(same, [d], V2, record) == []

@@ -136,6 +136,7 @@ rule heldout:
     input:
         "data/census",
         "data/headroom",
+        "data/heldout/record.json",
         "data/kernels/captured",
         "data/kernels/triton_llm",
         "data/store/measurements.sqlite",
@@ -175,7 +176,7 @@ rule heldout:
     shell:
         "python -m chronos.stages.heldout --params params.yaml --kernels data/kernels --census data/census"
         " --headroom data/headroom --store data/store/measurements.sqlite --backend replay --out reports/heldout.json"
-        " --curves reports/heldout_curves.csv"
+        " --curves reports/heldout_curves.csv --record data/heldout/record.json"
 
 
 # The real-workload corpus (issue #13) summarised from its committed H200 records; nothing is measured.

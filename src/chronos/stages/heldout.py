@@ -27,6 +27,12 @@ better there than it is). So every held-out kernel's picks are also timed once m
 fresh comparison of the baseline and each distinct pick (`side_by_side`; --backend gpu measures it into
 the store, replay answers from there, a kernel the store lacks is listed, not scored): the totals
 `measured` score every method, oracle included, on that comparison, where no pick was selected.
+
+GRPO samples its actions, so a last-bit difference in a CPU's float arithmetic (another CPU model, another
+torch build) can send training elsewhere after some epochs: retrained on another CPU, some picks differ
+and their comparisons were never timed. `--record data/heldout/record.json` holds the picks a GPU call
+timed; they are the ones scored, this run's own picks are kept beside them per kernel (`retrained`) and
+the kernels where they differ are listed (`record.retrained_differ`).
 """
 
 from __future__ import annotations
@@ -69,6 +75,28 @@ def distinct_picks(actions: dict) -> list[str]:
     return list(dict.fromkeys(a for m in methods_in(actions) for a in picks_of(actions, m) if a != "stop"))
 
 
+def apply_record(rows: list[dict], decisions: list, space, record: dict) -> list[str]:
+    """Where `record` (kernel -> actions per method) has a row's kernel, the row's methods it holds take the
+    record's picks, scored on the census like this run's; this run's picks and gains move to `retrained`.
+    Returns the kernels whose retrained picks differ from the record."""
+    from chronos.rl.onestep import deployed_gain
+
+    by_kernel = {d.kernel: d for d in decisions}
+    differ = []
+    for r in rows:
+        rec = record.get(r["kernel"])
+        if rec is None:
+            continue
+        if any(r["actions"].get(m) != a for m, a in rec.items()):
+            differ.append(r["kernel"])
+        r["retrained"] = {"actions": r["actions"], "gain": r["gain"]}
+        r["actions"] = {**r["actions"], **rec}
+        d = by_kernel[r["kernel"]]
+        r["gain"] = {m: deployed_gain(d, [space.index[a] for a in picks_of(r["actions"], m)])
+                     for m in methods_in(r["actions"])}
+    return differ
+
+
 def side_by_side_gain(row: dict) -> dict:
     return row["side_by_side"]["gain"]
 
@@ -86,6 +114,10 @@ def _arguments(ap) -> None:
                     help="stage headroom's searches: greedy search, the multi-step comparator")
     ap.add_argument("--out", type=Path, default=Path("reports/heldout.json"))
     ap.add_argument("--curves", type=Path, default=Path("reports/heldout_curves.csv"))
+    ap.add_argument("--record", type=Path, metavar="RECORD.json",
+                    help="the picks of record (data/heldout/record.json): picks a GPU call timed. They are "
+                         "scored instead of this run's, which are kept beside them (`retrained`) and "
+                         "compared (`record`): GRPO's sampled training is not bit-reproducible across CPUs")
     ap.add_argument("--picks", type=Path, metavar="HELDOUT.json",
                     help="only time the picks a run on another machine recorded, side by side (a GPU run of "
                          "what this CPU trained: torch builds may round differently), into --out")
@@ -270,9 +302,12 @@ def _body(args, cfg) -> int:
     specs = _specs(args, cfg)
     families = [f for f in cfg.search.census.families if any(d.family == f for d in decisions)]
     rows, curves, per_family = [], [], {}
+    record = json.loads(args.record.read_text())["kernels"] if args.record else {}
+    differ = []
     for fam in families:
         test = [d for d in decisions if d.family == fam]
         r, c = run_fold(fam, [d for d in decisions if d.family != fam], test, hcfg, space)
+        differ += apply_record(r, test, space, record)
         rows += r
         curves += c
         per_family[fam] = totals(r)
@@ -290,6 +325,8 @@ def _body(args, cfg) -> int:
     out = {"provenance": {"command": command_line("heldout", args.argv), "census": str(args.census),
                           "measured_with": measured_with},
            "params": {"space": space.name, **hcfg.__dict__}, "total": totals(rows), "families": per_family,
+           "record": {"source": str(args.record), "kernels": sum(r["kernel"] in record for r in rows),
+                      "retrained_differ": differ} if args.record else None,
            "measured": {**totals(done, side_by_side_gain),
                         "not_measured": sorted(r["kernel"] for r in rows if "error" in r["side_by_side"])},
            "families_measured": {f: totals([r for r in done if r["family"] == f], side_by_side_gain)
@@ -305,6 +342,9 @@ def _body(args, cfg) -> int:
         w = csv.DictWriter(f, fieldnames=list(curves[0]) if curves else ["heldout"])
         w.writeheader()
         w.writerows({k: (round(v, 6) if isinstance(v, float) else v) for k, v in c.items()} for c in curves)
+    if args.record:
+        print(f"heldout: the record's picks scored on {out['record']['kernels']} kernels; this run's own "
+              f"training picks otherwise on {len(differ)} of them (`retrained`)")
     for name in ("total", "measured"):
         print(f"heldout ({name}): {json.dumps({m: out[name][m] for m in ('policy', 'beam', 'bc')})} "
               f"time_geomean {json.dumps(out[name]['time_geomean'])}")
