@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from pathlib import Path
 
-from chronos.stages.heldout import METHODS, picks_of, side_by_side_gain, totals
+from chronos.stages.heldout import SHARED, methods_in, picks_of, side_by_side_gain, totals
 
 L2_LAST = "l2_evict_last"
 
@@ -26,7 +27,7 @@ def without_l2_last(row: dict) -> dict:
     hint (beam: the best of its picks without one, from the comparison's own ratios)."""
     sbs = row["side_by_side"]
     out = {}
-    for m in METHODS:
+    for m in methods_in(row["actions"]):
         picks = [a for a in picks_of(row["actions"], m) if L2_LAST not in a]
         gains = [_gain(sbs, a) for a in picks]
         out[m] = max(gains + [0.0])
@@ -34,8 +35,7 @@ def without_l2_last(row: dict) -> dict:
 
 
 def _gain(sbs: dict, action: str) -> float:
-    import math
-
+    """What the side-by-side comparison deploys for `action` (stage heldout's rule): -log ratio if faster."""
     if sbs["verdict"].get(action) != "faster":
         return 0.0
     return -math.log(sbs["ratio"][action])
@@ -49,10 +49,10 @@ def main() -> int:
     full, cut = totals(rows, side_by_side_gain), totals(rows, without_l2_last)
     print(f"{len(rows)} held-out kernels timed side by side")
     print(f"{'method':8s} {'log-gain':>9s} {'of it L2 evict_last':>20s} {'geomean':>8s} {'without':>8s}")
-    for m in METHODS:
-        g, c = full["gain"][m], cut["gain"][m]
+    for m, g in full["gain"].items():
+        c = cut["gain"][m]
         print(f"{m:8s} {g:9.4f} {g - c:20.4f} {full['time_geomean'][m]:8.4f} {cut['time_geomean'][m]:8.4f}")
-    for m in ("policy", "beam", "bc"):
+    for m in (m for m in SHARED if m in full):
         print(f"{m:8s} oracle share {full[m]['oracle_share']:.3f} -> {cut[m]['oracle_share']:.3f}; "
               f"gap closed {full[m]['gap_closed']:.3f} -> {cut[m]['gap_closed']:.3f}")
     oracle_last = sum(L2_LAST in r["actions"]["oracle"] for r in rows)

@@ -29,7 +29,7 @@ import numpy as np
 from chronos.actions import STOP, resolve_space
 from chronos.config import load
 from chronos.rl.onestep import best_action, deployed_gain
-from chronos.stages.heldout import fixed_action, fixed_ranking, legal_top, load_decisions
+from chronos.stages.heldout import fixed_action, fixed_ranking, legal_top, load_decisions, picks_of
 
 METHODS = ("fixed", "fixed_top3", "knn_1", "knn_3", "knn_7", "ridge")
 
@@ -54,11 +54,16 @@ def _legal_best(d, scores: np.ndarray) -> int:
     return int(np.argmax(scores)) if np.isfinite(scores).any() else STOP
 
 
-def knn(train: list, test: list, n_actions: int, k: int) -> list[list[int]]:
+def standardised(train: list, test: list, n_actions: int) -> tuple[np.ndarray, np.ndarray]:
+    """Both sets' features, centred and scaled by the training set's mean and spread."""
     xtr, xte = features(train, n_actions), features(test, n_actions)
     mu, sd = xtr.mean(0), xtr.std(0)
     sd[sd == 0] = 1.0
-    xtr, xte = (xtr - mu) / sd, (xte - mu) / sd
+    return (xtr - mu) / sd, (xte - mu) / sd
+
+
+def knn(train: list, test: list, n_actions: int, k: int) -> list[list[int]]:
+    xtr, xte = standardised(train, test, n_actions)
     rewards = np.stack([d.reward for d in train])
     picks = []
     for d, x in zip(test, xte, strict=True):
@@ -70,11 +75,8 @@ def knn(train: list, test: list, n_actions: int, k: int) -> list[list[int]]:
 
 
 def ridge(train: list, test: list, n_actions: int, lam: float = 10.0) -> list[list[int]]:
-    xtr, xte = features(train, n_actions), features(test, n_actions)
-    mu, sd = xtr.mean(0), xtr.std(0)
-    sd[sd == 0] = 1.0
-    xtr = np.c_[(xtr - mu) / sd, np.ones(len(xtr))]
-    xte = np.c_[(xte - mu) / sd, np.ones(len(xte))]
+    xtr, xte = standardised(train, test, n_actions)
+    xtr, xte = np.c_[xtr, np.ones(len(xtr))], np.c_[xte, np.ones(len(xte))]
     rewards = np.stack([d.reward for d in train])
     pred = np.full((len(test), n_actions), -np.inf)
     for a in range(n_actions):
@@ -95,13 +97,13 @@ def fold(train: list, test: list, n_actions: int) -> dict[str, list[list[int]]]:
             "ridge": ridge(train, test, n_actions)}
 
 
-def stage_gains(heldout: Path, decisions: dict) -> dict[str, dict[str, float]]:
+def stage_gains(heldout: Path, decisions: dict, space) -> dict[str, dict[str, float]]:
     """kernel -> the stage's policy / beam / bc census gains, re-scored here from its recorded picks."""
     out = {}
     for r in json.loads(heldout.read_text())["kernels"]:
-        d, space = decisions[r["kernel"]], resolve_space("v2")
-        picks = {"policy": [r["actions"]["policy"]], "beam": r["actions"]["beam"], "bc": [r["actions"]["bc"]]}
-        out[r["kernel"]] = {m: deployed_gain(d, [space.index[a] for a in p]) for m, p in picks.items()}
+        out[r["kernel"]] = {m: deployed_gain(decisions[r["kernel"]], [space.index[a] for a in
+                                                                      picks_of(r["actions"], m)])
+                            for m in ("policy", "beam", "bc")}
     return out
 
 
@@ -118,7 +120,8 @@ def main() -> int:
     decisions = load_decisions(args.kernels, args.census, cfg.search.census.families, space)
     if args.without_l2_last:
         drop_actions(decisions, space, "l2_evict_last")
-    stage = None if args.without_l2_last else stage_gains(args.heldout, {d.kernel: d for d in decisions})
+    by_kernel = {d.kernel: d for d in decisions}
+    stage = None if args.without_l2_last else stage_gains(args.heldout, by_kernel, space)
     gains: dict[str, list[float]] = {m: [] for m in (*METHODS, "oracle", *(("policy", "beam", "bc")
                                                                           if stage else ()))}
     families = [f for f in cfg.search.census.families if any(d.family == f for d in decisions)]
