@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import typing
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from chronos.errors import ConfigError
 
@@ -113,7 +113,14 @@ class HeadroomConfig:
     """DRAM bandwidth of the GPU the roofline fraction is taken against (H200: 4.8 TB/s)."""
     max_steps: int = 0
     """Greedy steps per kernel; 0: search.greedy.max_steps. 1: step 0 alone, a census of single actions."""
+    l2_demote: bool = True
+    """Time this section's comparisons with timing.l2_demote on, whatever `timing` says: the v2 space holds L2
+    evict_last hints, whose lines partly outlive the flush (benchmarks/bench_l2_demote.py, 2026-12-02)."""
     SECTION: typing.ClassVar[str] = "search.headroom"
+
+    def timing_for(self, timing: TimingConfig) -> TimingConfig:
+        """The timing protocol of this section's comparisons (their key follows it)."""
+        return replace(timing, l2_demote=True) if self.l2_demote else timing
 
     def __post_init__(self) -> None:
         s = self.SECTION
@@ -156,7 +163,7 @@ class HeldoutConfig:
     temperature: float = 1.0
     beam: int = 3
     """The optimize path's beam: the policy's k most likely actions, the best measured one kept."""
-    fixed_beam: int = 0
+    fixed_beam: int = 3
     """0 (off) or k: also score `fixed_beam`, the k best legal actions of the training families' ranking,
     the best measured one kept: what a beam buys without learning. On, its picks join each kernel's
     side-by-side comparison, whose key then changes: a GPU run must time them before replay can."""

@@ -247,7 +247,7 @@ def _rounds(timer: _Timer, tcfg: TimingConfig, ks, args, live: list[int], exes: 
     r = 0
     while r < tcfg.rounds or (r < tcfg.max_rounds and too_wide(
             _per_launch(graph) if exes else event, live, tcfg)):
-        for _ in range(tcfg.rounds if r < tcfg.rounds else tcfg.rounds_step):
+        for _ in range(tcfg.rounds if r < tcfg.rounds else min(tcfg.rounds_step, tcfg.max_rounds - r)):
             _one_round(timer, tcfg, ks, args, live, exes, seed, r, event, graph)
             r += 1
     return {"event": event, "graph": _per_launch(graph)}

@@ -131,7 +131,7 @@ def _search(cfg, hcfg, backend, replay: bool, space, family, specs_json, spec, p
         return {"family": family, "kernel": spec.kernel, "error": "not_measured (run this stage on a GPU)"}
     try:
         module = load_module(specs_json, spec)
-        ev = TimedEvaluator(spec, module, backend, cfg.timing, cfg.search.greedy.min_gain)
+        ev = TimedEvaluator(spec, module, backend, hcfg.timing_for(cfg.timing), cfg.search.greedy.min_gain)
         greedy = replace(cfg.search.greedy, max_steps=hcfg.max_steps or cfg.search.greedy.max_steps)
         search = greedy_in_time(ev, greedy, space).to_json()
     except ChronosError as e:
@@ -174,7 +174,7 @@ def _body(args, cfg) -> int:
         **{k: getattr(hcfg, k) for k in ("space", "per_family", "peak_gb_s")},
         **({"max_steps": hcfg.max_steps} if hcfg.max_steps else {}),
         "families": list(hcfg.families),
-        "timing": cfg.timing.to_json(),
+        "timing": hcfg.timing_for(cfg.timing).to_json(),
     }
     out = {
         "provenance": prov,

@@ -213,8 +213,8 @@ def side_by_side(rows: list[dict], specs: dict, backend, cfg) -> None:
         picks = distinct_picks(r["actions"])
         specs_json, spec = specs[r["kernel"]]
         try:
-            ev = TimedEvaluator(spec, load_module(specs_json, spec), backend, cfg.timing,
-                                cfg.search.greedy.min_gain)
+            ev = TimedEvaluator(spec, load_module(specs_json, spec), backend,
+                                cfg.search.census.timing_for(cfg.timing), cfg.search.greedy.min_gain)
             cmp, idx = ev.compare([(a,) for a in picks])
         except ChronosError as e:
             r["side_by_side"] = {"error": " ".join(str(e).split())[:300]}
