@@ -18,7 +18,7 @@ from pathlib import Path
 
 import yaml
 
-from chronos.config_timing import CensusConfig, HeadroomConfig, HeldoutConfig, TimingConfig
+from chronos.config_timing import CensusConfig, HeadroomConfig, HeldoutConfig, RandomTimeConfig, TimingConfig
 from chronos.config_timing import check as _check
 from chronos.errors import ConfigError
 
@@ -288,6 +288,7 @@ class SearchConfig:
     triton: TritonSearchConfig = field(default_factory=TritonSearchConfig)
     headroom: HeadroomConfig = field(default_factory=HeadroomConfig)
     census: CensusConfig = field(default_factory=CensusConfig)
+    random_time: RandomTimeConfig = field(default_factory=RandomTimeConfig)
 
 
 @dataclass(frozen=True)
@@ -342,8 +343,7 @@ def _coerce(value, hint, key: str):
     if hint is bool:
         _check(isinstance(value, bool), key, f"must be true or false, got {value!r}")
     elif hint is int:
-        _check(isinstance(value, int) and not isinstance(value, bool), key,
-               f"must be an integer, got {value!r}")
+        _check(type(value) is int, key, f"must be an integer, got {value!r}")  # bool is an int subclass
     elif hint is float:
         _check(isinstance(value, int | float) and not isinstance(value, bool), key,
                f"must be a number, got {value!r}")

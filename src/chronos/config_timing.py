@@ -143,6 +143,25 @@ class CensusConfig(HeadroomConfig):
 
 
 @dataclass(frozen=True)
+class RandomTimeConfig(HeadroomConfig):
+    """Stage random_time (#14): seeded random search in wall time on the census's kernels, the comparator
+    greedy needs: per kernel `sets` distinct random legal sequences of 1..max_steps v2 actions (seeded by
+    `seed` and the kernel's name), all beside the baseline in one side-by-side comparison, and the fastest
+    judged again beside the baseline alone."""
+
+    sets: int = 16
+    max_steps: int = 3
+    seed: int = 0
+    budget_s: float = 300.0
+    SECTION: typing.ClassVar[str] = "search.random_time"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check(self.sets >= 1, f"{self.SECTION}.sets", f"must be >= 1, got {self.sets}")
+        check(self.max_steps >= 1, f"{self.SECTION}.max_steps", f"must be >= 1, got {self.max_steps}")
+
+
+@dataclass(frozen=True)
 class HeldoutConfig:
     """Stage heldout (#14): leave-one-workload-out over the census's families. Per fold a v2 policy learns
     the one-step decision (which single action, or stop) from the other families' census: behaviour cloning

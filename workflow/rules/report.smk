@@ -130,6 +130,51 @@ rule census:
         " --store data/store/measurements.sqlite --out reports/census.json --backend replay"
 
 
+# Seeded random search in time (issue #14), the comparator for headroom's greedy: random v2 sets beside the
+# baseline in one comparison; on a GPU measured (data/random_time/), else replayed from the store.
+rule random_time:
+    input:
+        "data/random_time",
+        "data/kernels/captured",
+        "data/kernels/triton_llm",
+        "data/store/measurements.sqlite",
+        "data/store/atlas.sqlite",
+        "src/chronos/actions.py",
+        "src/chronos/config.py",
+        "src/chronos/config_timing.py",
+        "src/chronos/deploy_rule.py",
+        "src/chronos/errors.py",
+        "src/chronos/features.py",
+        "src/chronos/features_v2.py",
+        "src/chronos/gpu.py",
+        "src/chronos/kernels",
+        "src/chronos/loop_trips.py",
+        "src/chronos/measure",
+        "src/chronos/optimize_time.py",
+        "src/chronos/progress.py",
+        "src/chronos/ptx",
+        "src/chronos/rl",
+        "src/chronos/sass.py",
+        "src/chronos/search",
+        "src/chronos/stages/__init__.py",
+        "src/chronos/stages/random_time.py",
+        "src/chronos/stages/common.py",
+        "src/chronos/stages/headroom.py",
+        "src/chronos/stages/measuring.py",
+        "src/chronos/toolchain.py",
+        "src/chronos/transforms",
+        "src/chronos/triton",
+        "src/chronos/tune.py",
+        "src/chronos/variant.py",
+    output:
+        "reports/random_time.json",
+    params:
+        tracked=tracked_params("measure", "search.greedy", "search.random_time", "timing"),
+    shell:
+        "python -m chronos.stages.random_time --params params.yaml --kernels data/kernels --parts data/random_time"
+        " --store data/store/measurements.sqlite --out reports/random_time.json --backend replay"
+
+
 # Leave-one-workload-out over the census (issue #14): a one-step v2 policy (BC, then GRPO on the census's
 # measured log time ratios) against the best fixed action and the oracle, on each held-out family; CPU only.
 rule heldout:
@@ -216,6 +261,7 @@ rule report:
         "reports/captured.json",
         "reports/headroom.json",
         "reports/census.json",
+        "reports/random_time.json",
         "reports/heldout.json",
         "reports/heldout_curves.csv",
         "src/chronos/config.py",

@@ -68,6 +68,12 @@ def driver_version() -> str:
     return "unknown"
 
 
+def buffer_bytes(nbytes: int) -> int:
+    """Bytes allocated for a buffer argument: at least 256, so every buffer is a whole aligned segment (the
+    timing protocol demotes exactly these spans)."""
+    return max(nbytes, 256)
+
+
 def _launch_key(spec: KernelSpec) -> tuple:
     """What besides the cubin decides a launch and its outputs: the kernel (its name, which names its
     sizes), entry, grid, block, shared memory and argument layout."""
@@ -167,7 +173,7 @@ class GpuRunner:
         bufs = {}
         for a in spec.args:
             if a.kind == "buffer":
-                ptr = self._call(self.drv.mem_alloc, max(a.nbytes, 256))
+                ptr = self._call(self.drv.mem_alloc, buffer_bytes(a.nbytes))
                 if int(ptr) % 256:
                     raise MeasureError(f"{spec.kernel}: allocation of {a.name} not 256-byte aligned")
                 bufs[a.name] = ptr

@@ -32,6 +32,7 @@ from chronos.config_timing import TimingConfig
 from chronos.errors import CudaFault
 from chronos.kernels.spec import KernelSpec
 from chronos.measure.l2 import Demoter
+from chronos.measure.runner import buffer_bytes
 from chronos.measure.verdicts import ratio_estimate
 from chronos.measure.verify_device import DeviceDraws, helper_kernel, verify_all
 
@@ -179,7 +180,7 @@ def compare(runner, spec: KernelSpec, mcfg: MeasureConfig, tcfg: TimingConfig, b
         ks = [runner._call(_Kernel, runner.drv, c[1], spec, False) for c in contenders]
         out = verify_all(spec, mcfg, draws, base_k, ks, bufs, args)
         draws.restore(bufs, 0)
-        timer = _Timer(runner, mcfg, tcfg, [(bufs[a.name], max(a.nbytes, 256)) for a in spec.args
+        timer = _Timer(runner, mcfg, tcfg, [(bufs[a.name], buffer_bytes(a.nbytes)) for a in spec.args
                                             if a.kind == "buffer"])
         live = [i for i, o in enumerate(out) if o["valid"]]
         for i in live:  # warm-up: module load, instruction caches

@@ -213,15 +213,39 @@ def _searched(report: dict | None) -> dict:
             for f, s in ((report or {}).get("summary") or {}).items() if s.get("measured")}
 
 
-def headroom_metrics(headroom: dict | None, census: dict | None = None, heldout: dict | None = None) -> dict:
+def random_vs_greedy(headroom: dict | None, random_time: dict | None) -> dict | None:
+    """Stage random_time against stage headroom on the kernels both searched: each search's geomean speedup
+    (its set against the baseline in its own last comparison) and on how many kernels each found the
+    larger one (1% apart at least; else even)."""
+    def speedups(rep):
+        return {r["kernel"]: r["speedup"] for r in (rep or {}).get("kernels", []) if "best" in r}
+    g, r = speedups(headroom), speedups(random_time)
+    both = sorted(set(g) & set(r))
+    if not both:
+        return None
+    def geomean(xs):
+        return float(np.exp(np.mean(np.log(xs))))
+    return {"kernels": len(both), "random_time_geomean": geomean([r[k] for k in both]),
+            "greedy_geomean": geomean([g[k] for k in both]),
+            "random_larger": sum(r[k] > 1.01 * g[k] for k in both),
+            "greedy_larger": sum(g[k] > 1.01 * r[k] for k in both),
+            **{k: random_time["params"].get(k) for k in ("sets", "max_steps", "seed")}}
+
+
+def headroom_metrics(headroom: dict | None, census: dict | None = None, heldout: dict | None = None,
+                     random_time: dict | None = None) -> dict:
     """reports/{headroom,census,heldout}.json as metrics under v2: headroom.<family> and census.<family>
     {measured,faster,time_geomean} (a family under captured/ by its workload's name); heldout.{oracle_share,
     gap_closed,time_geomean,kernels} for the policy's greedy choice, heldout_beam.* for its beam,
     heldout_fixed_beam.* for the fixed ranking's beam (where heldout.fixed_beam scored it),
     fixed_set.time_geomean and oracle.time_geomean: stage heldout's totals over every held-out kernel,
     scored on the picks' side-by-side comparison; the same with suffix _census scored on the census;
-    greedy_search.{kernels,multi_step,time_geomean}: stage headroom's sets on those kernels."""
-    v2 = {k: out for k, out in (("headroom", _searched(headroom)), ("census", _searched(census))) if out}
+    greedy_search.{kernels,multi_step,time_geomean}: stage headroom's sets on those kernels;
+    random_time.<family> and random_vs_greedy (stage random_time: seeded random sets in time)."""
+    v2 = {k: out for k, out in (("headroom", _searched(headroom)), ("census", _searched(census)),
+                                ("random_time", _searched(random_time))) if out}
+    if versus := random_vs_greedy(headroom, random_time):
+        v2["random_vs_greedy"] = versus
     for suffix, key in (("", "measured"), ("_census", "total")):
         t = (heldout or {}).get(key) or {}
         if t.get("kernels"):

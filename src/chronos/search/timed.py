@@ -54,9 +54,10 @@ class TimedSearch:
     demos: list[dict] = field(default_factory=list)
     comparisons: int = 0
     measured: tuple[str, str] = ("", "")
+    strategy: str = "greedy_time"
 
     def to_json(self) -> dict:
-        return {"kernel": self.kernel, "strategy": "greedy_time", "primary": self.primary,
+        return {"kernel": self.kernel, "strategy": self.strategy, "primary": self.primary,
                 "baseline": self.baseline, "best": self.best, "comparisons": self.comparisons,
                 "trace": self.trace, "measured": {"first": self.measured[0], "last": self.measured[1]}}
 

@@ -30,12 +30,14 @@ from dataclasses import replace
 from pathlib import Path
 
 from chronos.actions import resolve_space
+from chronos.config_timing import RandomTimeConfig
 from chronos.errors import ChronosError
 from chronos.kernels.spec import load_module, read_ptx
 from chronos.measure.backend import ReplayBackend
 from chronos.measure.verdicts import FASTER, geomean
 from chronos.search.runs import kernels_of
 from chronos.search.timed import TimedEvaluator, greedy_in_time
+from chronos.search.timed_random import random_in_time
 from chronos.stages.common import command_line, run_stage, write_json
 from chronos.stages.measuring import add_backend_arguments, open_backend
 from chronos.tune import by_gpu_time, float_atomics
@@ -43,8 +45,9 @@ from chronos.tune import by_gpu_time, float_atomics
 
 def _arguments(ap) -> None:
     ap.add_argument("--kernels", type=Path, default=Path("data/kernels"))
-    ap.add_argument("--section", choices=("headroom", "census"), default="headroom",
-                    help="the params block under search: census is step 0 alone on more kernels per family")
+    ap.add_argument("--section", choices=("headroom", "census", "random_time"), default="headroom",
+                    help="the params block under search: census is step 0 alone on more kernels per family, "
+                         "random_time seeded random sets in one comparison (chronos.search.timed_random)")
     ap.add_argument("--parts", type=Path, help="default data/<section>")
     ap.add_argument("--out", type=Path, help="default reports/<section>.json")
     ap.add_argument("--budget", type=float, help="(gpu) seconds; default search.headroom.budget_s")
@@ -79,7 +82,7 @@ def kernel_row(family: str, spec, search: dict, space, peak_gb_s: float) -> dict
     best = search["best"]
     by_family: dict[str, dict] = {}
     for c in search["trace"][0]["candidates"]:
-        if "ratio" not in c:
+        if "ratio" not in c or "action" not in c:  # random_time's candidates are sets
             continue
         fam = space.group_of.get(c["action"], c["action"])
         if fam not in by_family or c["ratio"] < by_family[fam]["ratio"]:
@@ -132,8 +135,11 @@ def _search(cfg, hcfg, backend, replay: bool, space, family, specs_json, spec, p
     try:
         module = load_module(specs_json, spec)
         ev = TimedEvaluator(spec, module, backend, hcfg.timing_for(cfg.timing), cfg.search.greedy.min_gain)
-        greedy = replace(cfg.search.greedy, max_steps=hcfg.max_steps or cfg.search.greedy.max_steps)
-        search = greedy_in_time(ev, greedy, space).to_json()
+        if isinstance(hcfg, RandomTimeConfig):
+            search = random_in_time(ev, space, hcfg.sets, hcfg.max_steps, hcfg.seed).to_json()
+        else:
+            greedy = replace(cfg.search.greedy, max_steps=hcfg.max_steps or cfg.search.greedy.max_steps)
+            search = greedy_in_time(ev, greedy, space).to_json()
     except ChronosError as e:
         return {"family": family, "kernel": spec.kernel, "error": " ".join(str(e).split())[:400]}
     if recorded is None:
@@ -173,6 +179,7 @@ def _body(args, cfg) -> int:
     params = {
         **{k: getattr(hcfg, k) for k in ("space", "per_family", "peak_gb_s")},
         **({"max_steps": hcfg.max_steps} if hcfg.max_steps else {}),
+        **({"sets": hcfg.sets, "seed": hcfg.seed} if isinstance(hcfg, RandomTimeConfig) else {}),
         "families": list(hcfg.families),
         "timing": hcfg.timing_for(cfg.timing).to_json(),
     }

@@ -4,7 +4,7 @@
 
 Reads reports/{baseline,greedy_results,bc_stats}.json (required) and, when present,
 reports/{random_results,oracle,predictions,training_result,triton_search,measure_triton_results,confirm,aa,
-captured,headroom,census,heldout}.json
+captured,headroom,census,heldout,random_time}.json
 and grpo_curves.csv, heldout_curves.csv. Writes reports/search_gemm_tile.csv,
 reports/figures/{search_gemm_tile,bc_curves,grpo_curves,triton_results,heldout_curves}.png,
 reports/metrics.json (for `dvc exp show`; the Triton tiers nested under "triton", the A/A test under "aa",
@@ -40,7 +40,8 @@ OPTIONAL = {"random_results": "random-search results", "oracle": "oracle report"
             "predictions": "policy predictions", "training_result": "GRPO training result",
             "triton_search": "Triton search results", "measure_triton_results": "Triton measurements",
             "confirm": "confirm report", "aa": "A/A test", "captured": "captured-workload summary",
-            "headroom": "headroom report", "census": "census report", "heldout": "held-out evaluation"}
+            "headroom": "headroom report", "census": "census report", "heldout": "held-out evaluation",
+            "random_time": "random search in time"}
 
 
 def _read_inputs(reports: Path) -> dict:
@@ -83,7 +84,7 @@ def _body(args, cfg) -> None:
     metrics = summary_metrics(table, x["bc_stats"], x["predictions"], x["baseline"], triton, x["confirm"],
                               search, x["aa"])
     metrics.update(captured_metrics(x["captured"]))
-    metrics.update(headroom_metrics(x["headroom"], x["census"], x["heldout"]))
+    metrics.update(headroom_metrics(x["headroom"], x["census"], x["heldout"], x["random_time"]))
     if (r / "heldout_curves.csv").is_file() and x["heldout"]:
         heldout_curves(pd.read_csv(r / "heldout_curves.csv"), figures / "heldout_curves.png")
     write_json(r / "metrics.json", metrics, indent=1, sort_keys=True)
