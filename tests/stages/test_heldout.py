@@ -18,7 +18,7 @@ def test_leave_one_workload_out_on_recorded_step_0_outcomes(tmp_path):
     params = tmp_path / "params.yaml"
     text = (ROOT / "params.yaml").read_text()
     params.write_text(text.replace("bc_epochs: 200", "bc_epochs: 20").replace("epochs: 1500", "epochs: 15")
-                      .replace("fixed_beam: 0", "fixed_beam: 2"))
+                      .replace("fixed_beam: 3", "fixed_beam: 2"))
     out, curves = tmp_path / "heldout.json", tmp_path / "curves.csv"
     assert heldout.main(["--params", str(params), "--census", str(ROOT / "data/headroom"), "--out", str(out),
                          "--curves", str(curves)]) == 0
