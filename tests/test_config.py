@@ -131,6 +131,15 @@ def test_timing_block_is_checked():
         TimingConfig(rounds=2)
 
 
+def test_the_heldout_space_is_seed_or_v2():
+    from chronos.config_timing import HeldoutConfig
+
+    assert load(ROOT / "params.yaml").heldout.space == "v2"
+    assert HeldoutConfig(space="seed").space == "seed"
+    with pytest.raises(ConfigError, match="heldout.space: must be seed or v2"):
+        HeldoutConfig(space="v3")
+
+
 def test_the_action_space_knob_defaults_to_seed_and_is_validated(tmp_path):
     from chronos.actions import SPACES
 

@@ -187,8 +187,22 @@ class HeldoutConfig:
     the best measured one kept: what a beam buys without learning. On, its picks join each kernel's
     side-by-side comparison, whose key then changes: a GPU run must time them before replay can."""
     seed: int = 0
+    space: str = "v2"
+    """The action space the fold's policy, fixed ranking and oracle choose from, with its observation: v2,
+    or the seed's 20 actions (all measured in the v2 census) read through the seed's 25 features: the seed
+    configuration on the same kernels (`dvc exp run -S heldout.space=seed`)."""
+
+    select_bc_epochs: tuple[int, ...] = (50, 200)
+    select_stops: tuple[int, ...] = (0, 150, 500, 1500)
+    """Both non-empty: the policy is early-stopped, its BC epochs and GRPO stop epoch (0: BC alone; beyond
+    `epochs`: the last) chosen from these by leave-one-family-out inside the training families
+    (chronos.rl.onestep.select_by_inner_folds); GRPO still runs all `epochs` for the curves. Either empty:
+    bc_epochs and epochs, as before."""
 
     def __post_init__(self) -> None:
+        check(self.space in ("seed", "v2"), "heldout.space", f"must be seed or v2, got {self.space!r}")
+        check(all(b >= 1 for b in self.select_bc_epochs), "heldout.select_bc_epochs", "each must be >= 1")
+        check(all(s >= 0 for s in self.select_stops), "heldout.select_stops", "each must be >= 0")
         for k in ("hidden", "bc_epochs", "epochs", "group", "beam"):
             check(getattr(self, k) >= 1, f"heldout.{k}", f"must be >= 1, got {getattr(self, k)}")
         for k in ("bc_lr", "lr", "temperature"):

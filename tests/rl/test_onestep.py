@@ -84,3 +84,26 @@ def test_bc_learns_only_from_kernels_where_an_action_was_faster():
     # winners mixed with kernels where nothing won: BC never learns stop from the latter
     policy = train_bc([_kernel(i, i % 2 == 0) for i in range(20)] + nothing, cfg, V2)
     assert all(p[0] != STOP for p in choose(policy, nothing + [_kernel(50, True)]))
+
+
+def test_early_stopping_keeps_the_policy_of_the_stop_epoch_and_inner_folds_pick_from_the_grid():
+    from dataclasses import replace
+
+    from chronos.rl.onestep import select_by_inner_folds, train_stopped
+
+    train = [_kernel(i, i % 2 == 0) for i in range(12)]
+    cfg = HeldoutConfig(bc_epochs=20, epochs=6, hidden=16, select_bc_epochs=(5, 20), select_stops=(0, 3, 6))
+    bc = train_bc(train, cfg, V2)
+    stopped, curves = train_stopped(train, cfg, V2, 0)
+    assert len(curves) == 6  # GRPO ran every epoch for the curves; the BC policy is what stop 0 returns
+    assert all(torch.equal(a, b) for a, b in zip(bc.state_dict().values(), stopped.state_dict().values(),
+                                                 strict=True))
+    full, _ = train_stopped(train, cfg, V2, 6)
+    assert not all(torch.equal(a, b) for a, b in zip(bc.state_dict().values(), full.state_dict().values(),
+                                                     strict=True))
+    one_family = select_by_inner_folds(train, cfg, V2)
+    assert one_family == ((20, 6), {})  # a single family: nothing to hold out inside, the configured setting
+    two = [replace(d, family="f1" if i < 6 else "f2") for i, d in enumerate(train)]
+    chosen, inner = select_by_inner_folds(two, cfg, V2)
+    assert set(inner) == {(b, s) for b in (5, 20) for s in (0, 3, 6)}
+    assert inner[chosen] == max(inner.values()) and all(v >= 0 for v in inner.values())

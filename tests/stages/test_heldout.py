@@ -18,7 +18,9 @@ def test_leave_one_workload_out_on_recorded_step_0_outcomes(tmp_path):
     params = tmp_path / "params.yaml"
     text = (ROOT / "params.yaml").read_text()
     params.write_text(text.replace("bc_epochs: 200", "bc_epochs: 20").replace("epochs: 1500", "epochs: 15")
-                      .replace("fixed_beam: 3", "fixed_beam: 2"))
+                      .replace("fixed_beam: 3", "fixed_beam: 2")
+                      .replace("select_stops: [0, 150, 500, 1500]", "select_stops: [0, 5, 15]")
+                      .replace("select_bc_epochs: [50, 200]", "select_bc_epochs: [5, 20]"))
     out, curves = tmp_path / "heldout.json", tmp_path / "curves.csv"
     assert heldout.main(["--params", str(params), "--census", str(ROOT / "data/headroom"), "--out", str(out),
                          "--curves", str(curves)]) == 0
@@ -203,3 +205,34 @@ def test_the_record_s_picks_are_scored_and_this_run_s_kept_beside_them():
                                                              "gain": {}}
     same = [{"kernel": d.kernel, "actions": dict(record[d.kernel]), "gain": {}}]
     assert heldout.apply_record(same, [d], V2, record) == []
+
+
+def test_the_seed_space_chooses_among_the_seed_s_actions_of_the_same_census(tmp_path):
+    from chronos.actions import SEED
+
+    params = tmp_path / "params.yaml"
+    text = (ROOT / "params.yaml").read_text()
+    params.write_text(text.replace("bc_epochs: 200", "bc_epochs: 5").replace("epochs: 1500", "epochs: 3")
+                      .replace("fixed_beam: 3", "fixed_beam: 2").replace("  space: v2 ", "  space: seed ")
+                      .replace("select_stops: [0, 150, 500, 1500]", "select_stops: [0, 3]")
+                      .replace("select_bc_epochs: [50, 200]", "select_bc_epochs: [5]"))
+    out = tmp_path / "heldout.json"
+    assert heldout.main(["--params", str(params), "--census", str(ROOT / "data/headroom"), "--out", str(out),
+                         "--curves", str(tmp_path / "c.csv")]) == 0
+    rep = json.loads(out.read_text())
+    assert rep["params"]["space"] == "seed"
+    for r in rep["kernels"]:
+        assert set(heldout.distinct_picks(r["actions"])) <= set(SEED.names)
+        part = next((ROOT / "data/headroom").glob(f"**/{r['kernel']}.json"))
+        cands = json.loads(part.read_text())["trace"][0]["candidates"]
+        seed_best = max([-math.log(c["ratio"]) for c in cands if c.get("valid") and c.get("ratio")
+                         and c.get("verdict") == "faster" and c["action"] in SEED.names] + [0.0])
+        assert math.isclose(r["gain"]["oracle"], seed_best)  # the seed's oracle, not v2's
+
+
+def test_a_record_holds_its_picks_per_space():
+    rec = {"kernels": {"k": {"policy": "cache_cs"}},
+           "spaces": {"seed": {"kernels": {"k": {"policy": "vec_ld"}}}}}
+    assert heldout.record_kernels(rec, "v2") == rec["kernels"]
+    assert heldout.record_kernels(rec, "seed") == {"k": {"policy": "vec_ld"}}
+    assert heldout.record_kernels({"kernels": {}, "space": "seed"}, "v2") == {}

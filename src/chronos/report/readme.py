@@ -313,7 +313,9 @@ def heldout_section(heldout: dict | None) -> list[str]:
         return []
     methods = tuple(c["time_geomean"])  # policy, beam, bc, fixed, oracle[, fixed_beam]
     fams = heldout.get("families_measured") or {}
-    lines = ["## Held-out workloads: policy vs best fixed action vs oracle (census, H200)", "",
+    space = heldout["params"].get("space", "v2")
+    lines = [f"## Held-out workloads: policy vs best fixed action vs oracle (census, H200; {space} actions)",
+             "",
              "| held out | kernels | " + " | ".join(methods) + " |", "|---|---|" + "---|" * len(methods)]
 
     def cell(m: dict, cen: dict, k: str) -> str:

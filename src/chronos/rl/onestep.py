@@ -17,6 +17,8 @@ in here: every sample is drawn by the policy being updated.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -45,12 +47,13 @@ class Decision:
 
 def decision(kernel: str, family: str, features: np.ndarray, candidates: list[dict],
              space: ActionSpace) -> Decision:
-    """From a census step's candidates ({action, valid, ratio, verdict}); invalid ones stay masked."""
+    """From a census step's candidates ({action, valid, ratio, verdict}); invalid ones, and actions outside
+    `space`, stay masked."""
     n = space.size
     reward, gain = np.full(n, np.nan), np.full(n, np.nan)
     reward[STOP] = gain[STOP] = 0.0
-    for c in candidates:
-        if c.get("valid") and c.get("ratio"):
+    for c in candidates:  # a census of a larger space: its other actions are not this space's to choose
+        if c.get("valid") and c.get("ratio") and c["action"] in space.index:
             i = space.index[c["action"]]
             reward[i] = -math.log(c["ratio"])
             gain[i] = reward[i] if c.get("verdict") == "faster" else 0.0
@@ -143,3 +146,66 @@ def train_grpo(policy: TransformPolicy, decisions: list[Decision], cfg: HeldoutC
         curves.append({"epoch": epoch, "reward": float(r.mean()), "kl": float(kl), "clip_frac": float(clip),
                        "entropy": entropy, **(probe(policy) if probe else {})})
     return policy.eval(), curves
+
+
+def summed_gain(policy: TransformPolicy, decisions: list[Decision]) -> float:
+    """What the policy's greedy choices deploy, summed over `decisions`."""
+    return float(sum(deployed_gain(d, p) for d, p in zip(decisions, choose(policy, decisions), strict=True)))
+
+
+def train_stopped(decisions: list[Decision], cfg: HeldoutConfig, space: ActionSpace, stop: int,
+                  probe=None) -> tuple[TransformPolicy, list[dict]]:
+    """BC then all `cfg.epochs` of GRPO (the curves cover them), returning the policy as it was after
+    `stop` GRPO updates (0: the BC policy): early stopping that still shows the whole run."""
+    policy = train_bc(decisions, cfg, space)
+    kept = [copy.deepcopy(policy.state_dict())]
+    done = [0]
+
+    def probe_and_keep(p):
+        done[0] += 1
+        if done[0] == stop:
+            kept[0] = copy.deepcopy(p.state_dict())
+        return probe(p) if probe else {}
+
+    policy, curves = train_grpo(policy, decisions, cfg, probe_and_keep)
+    policy.load_state_dict(kept[0])
+    return policy.eval(), curves
+
+
+def gains_by_setting(train: list[Decision], test: list[Decision], cfg: HeldoutConfig, space: ActionSpace,
+                     bc_epochs: list[int], stops: list[int]) -> dict[tuple[int, int], float]:
+    """(BC epochs, GRPO stop epoch) -> the greedy choices' summed gain on `test`: one GRPO run per BC
+    setting (max(stops) epochs), its policy scored after each stop epoch (0: before GRPO)."""
+    out = {}
+    for b in bc_epochs:
+        c = dataclasses.replace(cfg, bc_epochs=b, epochs=max(max(stops), 1))
+        policy = train_bc(train, c, space)
+        out[(b, 0)] = summed_gain(policy, test)
+        done = [0]
+
+        def probe(p, b=b, done=done):
+            done[0] += 1
+            if done[0] in stops:
+                out[(b, done[0])] = summed_gain(p, test)
+            return {}
+
+        train_grpo(policy, train, c, probe)
+    return out
+
+
+def select_by_inner_folds(train: list[Decision], cfg: HeldoutConfig,
+                          space: ActionSpace) -> tuple[tuple[int, int], dict[tuple[int, int], float]]:
+    """Model selection without the held-out workload: leave one training family out in turn, score every
+    (BC epochs, stop epoch) of `cfg.select_bc_epochs` x `cfg.select_stops` on it, and keep the pair with
+    the largest gain summed over these inner folds (ties: fewer BC epochs, then the earlier stop)."""
+    inner: dict[tuple[int, int], float] = {}
+    families = list(dict.fromkeys(d.family for d in train))
+    if len(families) < 2:  # nothing to hold out inside: the configured setting
+        return (cfg.bc_epochs, cfg.epochs), inner
+    stops = sorted({min(s, cfg.epochs) for s in cfg.select_stops})  # train_stopped runs `epochs`, no more
+    for val in families:
+        got = gains_by_setting([d for d in train if d.family != val], [d for d in train if d.family == val],
+                               cfg, space, cfg.select_bc_epochs, stops)
+        for k, v in got.items():
+            inner[k] = inner.get(k, 0.0) + v
+    return max(sorted(inner), key=lambda k: inner[k]), inner

@@ -10,7 +10,9 @@ family of `search.census` in turn held out, the other families' kernels train a 
 (chronos.rl.onestep: BC, then GRPO with the measured log time ratio as reward, `heldout` params), and on
 the held-out kernels these choices are scored by what would deploy (log(1/ratio) where the census's
 verdict was faster, else 0):
-  policy   the policy's greedy choice;  beam  the best measured of its `beam` most likely actions
+  policy   the policy's greedy choice (early-stopped where heldout.select_* name a grid: its BC epochs and
+           GRPO stop epoch chosen by leave-one-family-out inside the training families, `selection`)
+  beam     the best measured of the policy's `beam` most likely actions
   bc       the BC policy before GRPO
   fixed    the single action with the largest summed gain over the training families
   fixed_beam  (heldout.fixed_beam = k > 0) the k best actions of that ranking legal on the kernel, the
@@ -41,12 +43,14 @@ import csv
 import json
 import math
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from chronos.actions import resolve_space
 from chronos.config_timing import HeldoutConfig
+from chronos.errors import ConfigError
 from chronos.features_v2 import space_features
 from chronos.kernels.spec import load_module, load_specs
 from chronos.search.runs import kernels_of
@@ -95,6 +99,14 @@ def apply_record(rows: list[dict], decisions: list, space, record: dict) -> list
         r["gain"] = {m: deployed_gain(d, [space.index[a] for a in picks_of(r["actions"], m)])
                      for m in methods_in(r["actions"])}
     return differ
+
+
+def record_kernels(record: dict, space: str) -> dict:
+    """The record's picks (kernel -> actions per method) for a run of `space`: the file's own `kernels`
+    where its `space` (v2 unless named) is that, else its `spaces[space]` section, else none."""
+    if record.get("space", "v2") == space:
+        return record["kernels"]
+    return record.get("spaces", {}).get(space, {}).get("kernels", {})
 
 
 def side_by_side_gain(row: dict) -> dict:
@@ -170,18 +182,24 @@ def _mean_gain(policy, ds: list) -> float:
 
 
 def run_fold(family: str, train: list, test: list, cfg: HeldoutConfig, space):
-    """Train on `train`, score on `test` -> (per-kernel rows, curves). (Torch and the RL stack load here
-    only: --picks on a GPU machine needs neither.)"""
-    from chronos.rl.onestep import best_action, choose, deployed_gain, train_bc, train_grpo
+    """Train on `train`, score on `test` -> (per-kernel rows, curves, the policy's selected setting: BC
+    epochs, GRPO stop epoch, and with heldout.select_* the inner folds' gains). (Torch and the RL stack
+    load here only: --picks on a GPU machine needs neither.)"""
+    from chronos.rl import onestep
+
+    best_action, choose, deployed_gain = onestep.best_action, onestep.choose, onestep.deployed_gain
 
     fixed = fixed_action(train)
-    policy = train_bc(train, cfg, space)
-    bc = choose(policy, test)
+    bc = choose(onestep.train_bc(train, cfg, space), test)
 
     def probe(p):
         return {"train_gain": _mean_gain(p, train), "heldout_gain": _mean_gain(p, test)}
 
-    policy, curves = train_grpo(policy, train, cfg, probe)
+    chosen, inner = (onestep.select_by_inner_folds(train, cfg, space)
+                     if cfg.select_bc_epochs and cfg.select_stops else ((cfg.bc_epochs, cfg.epochs), {}))
+    policy, curves = onestep.train_stopped(train, replace(cfg, bc_epochs=chosen[0]), space, chosen[1], probe)
+    selected = {"bc_epochs": chosen[0], "stop": chosen[1],
+                "inner_gain": {f"{b},{e}": round(g, 6) for (b, e), g in sorted(inner.items())}}
     picks, beams = choose(policy, test), choose(policy, test, cfg.beam)
     ranking = fixed_ranking(train) if cfg.fixed_beam else []
     rows = []
@@ -200,7 +218,7 @@ def run_fold(family: str, train: list, test: list, cfg: HeldoutConfig, space):
             top = legal_top(d, ranking, cfg.fixed_beam)
             rows[-1]["actions"][FIXED_BEAM] = [space.names[a] for a in top]
             rows[-1]["gain"][FIXED_BEAM] = deployed_gain(d, top)
-    return rows, [{"heldout": family, **c} for c in curves]
+    return rows, [{"heldout": family, **c} for c in curves], selected
 
 
 def side_by_side(rows: list[dict], specs: dict, backend, cfg) -> None:
@@ -297,16 +315,20 @@ def _measure_picks(args, cfg) -> int:
 def _body(args, cfg) -> int:
     if args.picks:
         return _measure_picks(args, cfg)
-    space, hcfg = resolve_space(cfg.search.census.space), cfg.heldout
+    hcfg = cfg.heldout
+    space, census_space = resolve_space(hcfg.space), resolve_space(cfg.search.census.space)
+    if not set(space.names) <= set(census_space.names):
+        raise ConfigError(f"heldout.space: {space.name} holds actions the census ({census_space.name}) "
+                          "never measured")
     decisions = load_decisions(args.kernels, args.census, cfg.search.census.families, space)
     specs = _specs(args, cfg)
     families = [f for f in cfg.search.census.families if any(d.family == f for d in decisions)]
-    rows, curves, per_family = [], [], {}
-    record = json.loads(args.record.read_text())["kernels"] if args.record else {}
+    rows, curves, per_family, selection = [], [], {}, {}
+    record = record_kernels(json.loads(args.record.read_text()), space.name) if args.record else {}
     differ = []
     for fam in families:
         test = [d for d in decisions if d.family == fam]
-        r, c = run_fold(fam, [d for d in decisions if d.family != fam], test, hcfg, space)
+        r, c, selection[fam] = run_fold(fam, [d for d in decisions if d.family != fam], test, hcfg, space)
         differ += apply_record(r, test, space, record)
         rows += r
         curves += c
@@ -335,7 +357,7 @@ def _body(args, cfg) -> int:
                              "max_steps": cfg.search.headroom.max_steps or cfg.search.greedy.max_steps,
                              "families": {f: greedy_totals([r for r in rows if r["family"] == f])
                                           for f in families}},
-           "stability": stability(curves), "kernels": rows}
+           "stability": stability(curves), "selection": selection, "kernels": rows}
     write_json(args.out, out)
     args.curves.parent.mkdir(parents=True, exist_ok=True)
     with args.curves.open("w", newline="") as f:
