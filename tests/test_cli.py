@@ -1,13 +1,14 @@
-"""The `chronos` command: one-line errors with exit 2, doctor, emit and roundtrip."""
+"""The `chronos` command: one-line errors with exit 2, doctor, emit and roundtrip, --help everywhere."""
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 
 import pytest
 
-from chronos.cli import main
+from chronos.cli import build_parser, main
 
 from .test_toolchain import TINY
 
@@ -82,3 +83,26 @@ def test_roundtrip_differ(tmp_path, capsys, ptxas, monkeypatch):
     monkeypatch.setattr(chronos.ptx, "emit", lambda m: real_emit(m).replace("add.s32", "sub.s32"))
     assert main(["roundtrip", str(f)]) == 1
     assert ".text.add1" in capsys.readouterr().out
+
+
+def _commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
+    """Every command path of `parser`, walked through its subparsers: a command added later is covered."""
+    yield path
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _commands(sub, (*path, name))
+
+
+@pytest.mark.parametrize("command", list(_commands(build_parser())), ids=lambda c: " ".join(("chronos", *c)))
+def test_every_command_has_a_help(command, capsys):
+    """argparse %-formats help texts when it prints them: a bare % (say "99% CI") crashed `--help` with
+    "ValueError: unsupported format character" (issue 25)."""
+    with pytest.raises(SystemExit) as done:
+        main([*command, "--help"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.startswith(f"usage: {' '.join(('chronos', *command))}")
+
+
+def test_the_command_walk_reaches_sub_subcommands():
+    assert {("tuned",), ("tuned", "show"), ("optimize",)} <= set(_commands(build_parser()))

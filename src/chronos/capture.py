@@ -14,16 +14,17 @@ records with the cache into
     DIR/capture.json  the workload's summary: kernels, launches per signature, what could not be mapped
     DIR/inputs/       captured tensors (size-capped; git-ignored: tuning falls back to a fresh draw)
 
-A launch whose arguments cannot be mapped onto the PTX parameters is listed with the reason, not dropped
-silently; the rest of the capture goes on.
+Nothing is dropped silently: a launch that does not become a spec (recording failed, an unsupported launch
+option, arguments that cannot be mapped onto the PTX parameters) is listed in capture.json's `dropped` with
+its kernel, launch count and reason, counted on stderr, and makes the exit status 1 (`--allow-partial` accepts
+it). An autotuner's benchmark launches are counted apart (`autotune_benchmark_launches`): the config it chose
+is the launch recorded.
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
-import math
 import os
 import shutil
 import subprocess
@@ -31,33 +32,18 @@ import sys
 from pathlib import Path
 
 from chronos.errors import ChronosError, SpecError
-from chronos.kernels.spec import DTYPES, ArgSpec, KernelSpec, write_specs
-from chronos.ptx import Module, parse
+from chronos.kernels.spec import KernelSpec, write_specs
+from chronos.ptx import parse
+from chronos.triton import bootstrap
 from chronos.triton.capture import ENV_DIR, ENV_TENSOR_CAP, ENV_TOTAL_CAP, TENSOR_CAP, TOTAL_CAP
+from chronos.triton.capture_args import (
+    CaptureError,
+    _aliases,
+    map_args,
+    ptx_params,
+)
 
 FAMILY = "captured"
-_BOOTSTRAP = '''"""Written by chronos capture: record Triton launches in every process of the workload."""
-import os as _os
-import sys as _sys
-
-try:
-    from chronos.triton.capture import start_from_env as _start
-
-    _start()
-except Exception as _e:  # noqa: BLE001
-    _sys.stderr.write(f"chronos capture: not recording in process {_os.getpid()}: {_e}\\n")
-_here = _os.path.dirname(_os.path.abspath(__file__))
-_sys.path[:] = [p for p in _sys.path if _os.path.abspath(p or ".") != _here]
-del _sys.modules["sitecustomize"]
-try:  # the sitecustomize this one shadows, if any
-    import sitecustomize  # noqa: F401
-except ImportError:
-    pass
-'''
-
-
-class CaptureError(ChronosError):
-    """A recorded launch that cannot become a KernelSpec."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -71,6 +57,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--compact", action="store_true",
                    help="store the PTX gzip-compressed (ptx/*.ptx.gz), for a corpus kept in git")
     p.add_argument("--compact-only", action="store_true", help="only compact an existing capture DIR")
+    p.add_argument("--allow-partial", action="store_true",
+                   help="exit 0 even when some launches could not be captured (they are still listed in "
+                        "capture.json and counted on stderr)")
     p.add_argument("cmd", nargs=argparse.REMAINDER, help="-- the workload's command line")
 
 
@@ -90,31 +79,43 @@ def run(args: argparse.Namespace) -> int:
         compact(out)
     print(f"capture {summary['workload']}: {summary['kernels']} kernels ({summary['distinct_ptx']} distinct "
           f"PTX) from {summary['launch_signatures']} launch signatures, {summary['launches']} launches; "
-          f"{len(summary['unmapped'])} not mapped -> {out / 'specs.json'}")
-    for item in summary["unmapped"][:10]:
-        print(f"  not mapped: {item['function']} ({item['signature']}): {item['reason']}", file=sys.stderr)
+          f"{summary['dropped_launches']} launches dropped -> {out / 'specs.json'}")
     if rc:
         print(f"chronos capture: the workload exited with status {rc}; what it launched before is kept",
               file=sys.stderr)
-    return rc
+    return rc or _verdict(summary, out, args.allow_partial)
+
+
+def _verdict(summary: dict, out: Path, allow_partial: bool) -> int:
+    """Exit status of a capture: 1 when launches were dropped (unless allowed) or nothing was launched."""
+    dropped = summary["dropped"]
+    if dropped:
+        kernels = len({d["kernel"] for d in dropped})
+        print(f"chronos capture: {summary['dropped_launches']} launches of {kernels} "
+              f"kernels were not captured (listed in {out / 'capture.json'}, 'dropped'):", file=sys.stderr)
+        for d in dropped[:20]:
+            print(f"  dropped {d['launches']}x {d['kernel']}: {d['reason']}", file=sys.stderr)
+    if not summary["launch_signatures"] and not dropped:
+        from chronos.toolchain import cuda_gpu_available
+
+        gpu = "" if cuda_gpu_available() else " (no CUDA GPU is visible here: Triton kernels cannot launch)"
+        print(f"chronos capture: the workload launched no Triton kernel{gpu}; nothing was captured",
+              file=sys.stderr)
+        return 1
+    return 1 if dropped and not allow_partial else 0
 
 
 def run_workload(out: Path, cmd: list[str], tensor_cap: int, total_cap: int) -> int:
     """Run `cmd` with recording on and fresh Triton/Inductor caches under `out`; returns its exit status."""
-    for sub in ("launches", "counts", "inputs", ".triton_cache", ".inductor_cache", ".bootstrap"):
+    for sub in ("launches", "counts", "drops", "inputs", ".triton_cache", ".inductor_cache", ".bootstrap"):
         shutil.rmtree(out / sub, ignore_errors=True)
     for stale in out.glob("errors-*.log"):
         stale.unlink()
-    boot = out / ".bootstrap"
-    boot.mkdir(parents=True)
-    (boot / "sitecustomize.py").write_text(_BOOTSTRAP)
-    src = Path(__file__).resolve().parent.parent  # so the workload's Python finds chronos
-    env = dict(os.environ)
+    env = bootstrap.environment(out / ".bootstrap", "chronos.triton.capture:start_from_env", dict(os.environ))
     env.update({ENV_DIR: str(out), ENV_TENSOR_CAP: str(tensor_cap), ENV_TOTAL_CAP: str(total_cap),
                 "TRITON_CACHE_DIR": str(out / ".triton_cache"),
                 "TORCHINDUCTOR_CACHE_DIR": str(out / ".inductor_cache"),
-                "TORCHINDUCTOR_FX_GRAPH_CACHE": "0", "TORCHINDUCTOR_AUTOGRAD_CACHE": "0",
-                "PYTHONPATH": os.pathsep.join([str(boot), str(src), *filter(None, [env.get("PYTHONPATH")])])})
+                "TORCHINDUCTOR_FX_GRAPH_CACHE": "0", "TORCHINDUCTOR_AUTOGRAD_CACHE": "0"})
     try:
         return subprocess.run(cmd, env=env, check=False).returncode
     except OSError as e:
@@ -141,125 +142,6 @@ def scan_cache(cache: Path) -> dict[str, dict]:
     return found
 
 
-_SCALARS = {
-    "u32": "i32",
-    "s32": "i32",
-    "b32": "i32",
-    "u64": "i64",
-    "s64": "i64",
-    "b64": "i64",
-    "f32": "f32",
-    "f64": "f64",
-    "u8": "u8",
-    "s8": "i8",
-    "b8": "u8",
-    "u16": "i16",
-    "s16": "i16",
-    "b16": "i16",
-}
-
-
-def ptx_params(module: Module, entry: str) -> list[tuple[str, str, bool]]:
-    """(name, PTX type, is pointer) of the entry's parameters, in order."""
-    for fn in module.entries():
-        if fn.name == entry:
-            return [(p.name, p.dtype.lstrip("."), p.is_ptr) for p in fn.params]
-    raise CaptureError(f"entry {entry} not found in its PTX")
-
-
-def _mappable(args: list[dict], constants: dict, drop_ones: bool) -> list[dict]:
-    kept = []
-    for a in args:
-        if a["kind"] == "none" or a["name"] in constants:
-            continue
-        if drop_ones and a["kind"] == "scalar" and a.get("pytype") == "int" and a["value"] == 1:
-            continue  # Triton specialises integers equal to 1 into constants
-        kept.append(a)
-    return kept
-
-
-def map_args(record: dict, params: list[tuple[str, str, bool]]) -> tuple[list[ArgSpec], dict[str, int]]:
-    """The recorded launch arguments as ArgSpecs on the PTX parameters, and the alignment contract (16 bytes
-    where the captured pointer had it: Triton specialised on it). The trailing pointer parameters nobody
-    passes (Triton's global and profile scratch) become null arguments."""
-    fits = None
-    for drop_ones in (False, True):
-        kept = _mappable(record["args"], record.get("constants", {}), drop_ones)
-        if (
-            len(kept) <= len(params)
-            and all((a["kind"] == "tensor") == p[2] for a, p in zip(kept, params))
-            and all(p[2] for p in params[len(kept) :])
-        ):
-            fits = kept
-            break
-    if fits is None:
-        kinds = ["T" if a["kind"] == "tensor" else "S" for a in _mappable(record["args"], {}, False)]
-        raise CaptureError(
-            f"cannot map launch arguments {''.join(kinds)} onto PTX parameters "
-            f"{''.join('P' if p[2] else 'S' for p in params)} (T/P tensor/pointer, S scalar)"
-        )
-    out = [_arg_spec(a, p) for a, p in zip(fits, params)]
-    out += [ArgSpec(name=p[0], kind="null", dtype="u64", role="null") for p in params[len(fits) :]]
-    alignment = {p[0]: 16 for a, p in zip(fits, params) if a["kind"] == "tensor" and a.get("align16")}
-    return out, alignment
-
-
-def _arg_spec(a: dict, param: tuple[str, str, bool]) -> ArgSpec:
-    name, ptx_type, _ = param
-    if a["kind"] == "scalar":
-        dtype = _SCALARS.get(ptx_type)
-        if dtype is None or not isinstance(a["value"], (int, float)):
-            raise CaptureError(f"scalar {a['name']}={a['value']!r} as PTX .{ptx_type} is not supported")
-        return ArgSpec(name=name, kind="scalar", dtype=dtype, value=a["value"])
-    if a.get("dtype") is None or a["elements"] <= 0:
-        raise CaptureError(
-            f"tensor {a['name']} ({a.get('torch_dtype')}, strides {a.get('strides')}) "
-            "has no supported dtype or a negative/empty span"
-        )
-    role = "output" if a.get("write_only") else "inout" if a.get("mutated") else "input"
-    init = "poison" if role == "output" else _fresh_draw(a)
-    return ArgSpec(
-        name=name,
-        kind="buffer",
-        dtype=a["dtype"],
-        elements=a["elements"],
-        role=role,
-        init=init,
-        data=None if role == "output" else a.get("data"),
-    )
-
-
-def _num(x: float) -> str:
-    return repr(float(x)) if math.isfinite(x) else "0.0"
-
-
-def _fresh_draw(a: dict) -> str:
-    """The second verification draw: values like the captured ones (integers stay in their observed range,
-    so indices and targets stay valid)."""
-    if a["dtype"] in ("f32", "f16", "bf16", "f64"):
-        if "mean" not in a:
-            return "normal(0,1)"
-        std = a.get("std") or 0.0
-        if std > 0:
-            return f"normal({_num(a['mean'])},{_num(std)})"
-        return f"uniform({_num(a['mean'])},{_num(a['mean'])})"
-    if "min" in a:
-        return f"randint({int(a['min'])},{int(a['max']) + 1})"
-    return "zeros"
-
-
-def _aliases(record: dict) -> str | None:
-    spans = sorted(
-        (a["ptr"], a["ptr"] + a["elements"] * DTYPES[a["dtype"]], a["name"])
-        for a in record["args"]
-        if a["kind"] == "tensor" and a.get("elements", 0) > 0 and a.get("dtype")
-    )
-    for (s0, e0, n0), (s1, _, n1) in itertools.pairwise(spans):
-        if s1 < e0:
-            return f"arguments {n0} and {n1} overlap in memory (a spec allocates each buffer apart)"
-    return None
-
-
 def _kernel_name(entry: str, compile_hash: str, signature: str) -> str:
     return f"{entry}_{compile_hash[:8]}_{signature[:6]}"
 
@@ -267,16 +149,7 @@ def _kernel_name(entry: str, compile_hash: str, signature: str) -> str:
 def assemble(out: Path, workload: str) -> dict:
     """Join DIR's launch records with DIR's Triton cache into specs.json, ptx/, triton.json, capture.json."""
     cache = scan_cache(out / ".triton_cache")
-    records = []
-    for path in sorted((out / "launches").glob("*.json")):
-        try:
-            records.append(json.loads(path.read_text()))
-        except (OSError, json.JSONDecodeError) as e:
-            raise CaptureError(f"unreadable launch record {path}: {e}") from e
-    counts: dict[str, int] = {}
-    for path in sorted((out / "counts").glob("*.json")):
-        for sig, n in json.loads(path.read_text()).items():
-            counts[sig] = counts.get(sig, 0) + n
+    records, counts = _read_records(out)
     shutil.rmtree(out / "ptx", ignore_errors=True)
     (out / "ptx").mkdir(parents=True)
     specs, identity, unmapped, per_kernel = [], {}, [], []
@@ -303,10 +176,13 @@ def assemble(out: Path, workload: str) -> dict:
                 "grid": list(spec.grid),
                 "block": list(spec.block),
                 "captured_inputs": sum(1 for a in spec.args if a.data),
+                "launch_options": rec.get("launch_options", {}),
+                "autotune": rec.get("autotune"),
             }
         )
     write_specs(out / "specs.json", specs)
     (out / "triton.json").write_text(json.dumps(identity, indent=1, sort_keys=True) + "\n")
+    dropped, benchmark = _dropped(out, unmapped, counts)
     summary = {
         "workload": workload,
         "kernels": len(specs),
@@ -314,12 +190,55 @@ def assemble(out: Path, workload: str) -> dict:
         "launch_signatures": len(records),
         "launches": sum(counts.values()),
         "unmapped": unmapped,
+        "dropped": dropped,
+        "dropped_launches": sum(d["launches"] for d in dropped),
+        "autotune_benchmark_launches": benchmark,
         "per_kernel": per_kernel,
         "errors": sorted(p.name for p in out.glob("errors-*.log")),
         "ptxas": sorted({i["ptxas"]["version"] for i in identity.values() if i.get("ptxas")}),
     }
     (out / "capture.json").write_text(json.dumps(summary, indent=1) + "\n")
     return summary
+
+
+def _read_records(out: Path) -> tuple[list[dict], dict[str, int]]:
+    """DIR's launch records and the launch count of each signature, summed over the processes."""
+    records = []
+    for path in sorted((out / "launches").glob("*.json")):
+        try:
+            records.append(json.loads(path.read_text()))
+        except (OSError, json.JSONDecodeError) as e:
+            raise CaptureError(f"unreadable launch record {path.resolve()}: {e}") from None
+    counts: dict[str, int] = {}
+    for path in sorted((out / "counts").glob("*.json")):
+        for sig, n in json.loads(path.read_text()).items():
+            counts[sig] = counts.get(sig, 0) + n
+    return records, counts
+
+
+def _dropped(out: Path, unmapped: list[dict], counts: dict[str, int]) -> tuple[list[dict], dict[str, int]]:
+    """Every launch that did not become a spec: dropped while recording (drops/<pid>.json, per kernel and
+    reason) or recorded but not mappable (`unmapped`, with its signature's launch count); and the
+    autotuners' benchmark launches per kernel, which are not the workload's and are not specs."""
+    merged: dict[tuple[str, str, str], int] = {}
+    benchmark: dict[str, int] = {}
+    for path in sorted((out / "drops").glob("*.json")):
+        try:
+            data = json.loads(path.read_text())
+            rows, bench = data["dropped"], data["autotune_benchmark_launches"]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise CaptureError(f"unreadable drop record {path.resolve()}: {e}") from None
+        for row in rows:
+            key = (row["kernel"], row["reason"], "record")
+            merged[key] = merged.get(key, 0) + int(row["launches"])
+        for kernel, n in bench.items():
+            benchmark[kernel] = benchmark.get(kernel, 0) + int(n)
+    for u in unmapped:
+        key = (u["function"], u["reason"], "assemble")
+        merged[key] = merged.get(key, 0) + max(1, counts.get(u["signature"], 0))
+    dropped = [{"kernel": k, "reason": r, "stage": st, "launches": n}
+               for (k, r, st), n in sorted(merged.items())]
+    return dropped, dict(sorted(benchmark.items()))
 
 
 def _spec(out: Path, rec: dict, cache: dict, workload: str) -> tuple[KernelSpec, dict]:
@@ -362,6 +281,7 @@ def _spec(out: Path, rec: dict, cache: dict, workload: str) -> tuple[KernelSpec,
         "num_warps": meta.get("num_warps"),
         "num_stages": meta.get("num_stages"),
         "source_hash": rec.get("source_hash"),
+        "launch_options": rec.get("launch_options", {}),
         "ptxas": rec.get("ptxas"),  # the ptxas Triton assembled it with (Inductor: torch's, chronos tune)
     }
 

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from chronos import capture, optimize_cli, tune
+from chronos import capture, optimize_cli, run_deployed, tune
 from chronos.errors import ChronosError
 
 EXIT_OK, EXIT_DIFFER, EXIT_ERROR = 0, 1, 2
@@ -83,9 +83,7 @@ def cmd_roundtrip(args: argparse.Namespace) -> int:
 def cmd_tuned_show(args: argparse.Namespace) -> int:
     from chronos.triton import show
 
-    if not Path(args.db).is_file():
-        raise ChronosError(f"no tuned DB at {args.db}")
-    print(show(args.db))
+    print(show(args.db))  # a missing file, a folder or a non-DB is a TunedDBError naming it
     return EXIT_OK
 
 
@@ -112,10 +110,15 @@ def build_parser() -> argparse.ArgumentParser:
     tu = sub.add_parser("tune", help="tune a directory of kernels into per-kernel results and a tuned DB")
     tune.add_arguments(tu)
     tu.set_defaults(func=tune.run)
+    rn = sub.add_parser("run", help="run a command with a tuned DB deployed in every Python process it "
+                                    "starts (chronos run --db DB -- CMD ...)")
+    run_deployed.add_arguments(rn)
+    rn.set_defaults(func=run_deployed.run)
     t = sub.add_parser("tuned", help="the tuned DB that chronos.triton deploys from")
     tsub = t.add_subparsers(dest="tuned_command", required=True)
-    ts = tsub.add_parser("show", help="list a tuned DB's entries (kernel, actions, time ratio [99% CI], GPU)")
-    ts.add_argument("db", metavar="DB")
+    ts = tsub.add_parser("show", help="list a tuned DB's entries: kernel, actions, time ratio tuned/stock "
+                                      "[99%% CI] (<1 = faster), GPU")  # argparse %-formats help: %% is a %
+    ts.add_argument("db", metavar="DB", help="a tuned DB file (chronos tune --db writes one)")
     ts.set_defaults(func=cmd_tuned_show)
     return p
 

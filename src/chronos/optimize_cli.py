@@ -2,17 +2,24 @@
 contract (a KernelSpec as JSON: one object, or a list from which --kernel or the PTX's entry picks one).
 
 Writes the chosen PTX (the input's own, re-emitted, when nothing is verifiably faster) and a JSON report (the
-optimize path's row: baseline, every candidate with its time ratio, interval and verdict, what was returned).
-A gemm_tile spec goes through the seed's cycle path; every other kernel through wall time.
+optimize path's row: baseline, every candidate with its time ratio, interval and verdict, what was returned),
+by default in the current directory: FILE may sit in a pipeline's input folder, where a new file would make
+the next run redo its jobs. A gemm_tile spec goes through the seed's cycle path; every other kernel through
+wall time. A kernel the backend could not measure (a replay miss) writes nothing and exits 1.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shlex
+import sys
 from pathlib import Path
 
 from chronos.errors import ChronosError, SpecError
+
+EXIT_UNMEASURED = 1
+"""Some kernel failed (not measured); 2 stays cli.main's for a ChronosError (bad input, usage)."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -25,11 +32,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint", type=Path, default=Path("models/checkpoint_best.pt"))
     p.add_argument("--params", type=Path, default=Path("params.yaml"),
                    help="knobs (predict, search.greedy.min_gain, measure, timing); defaults if absent")
-    p.add_argument("--out", type=Path, help="chosen PTX (default: FILE with .chronos.ptx)")
-    p.add_argument("--report", type=Path, help="JSON report (default: FILE with .chronos.json)")
+    p.add_argument("--out", type=Path,
+                   help="chosen PTX (default: FILE's name with .chronos.ptx, in the current directory, not "
+                        "beside FILE)")
+    p.add_argument("--report", type=Path,
+                   help="JSON report (default: FILE's name with .chronos.json, in the current directory)")
 
 
-def _spec(path: Path, kernel: str | None, ptx: str):
+def _spec(path: Path, kernel: str | None, ptx: str, src: Path):
     from chronos.kernels.spec import KernelSpec
 
     try:
@@ -39,10 +49,41 @@ def _spec(path: Path, kernel: str | None, ptx: str):
     specs = [KernelSpec.from_json(d) for d in (raw if isinstance(raw, list) else [raw])]
     pick = [s for s in specs if (s.kernel == kernel if kernel else f".entry {s.entry}(" in ptx
                                  or f".entry {s.entry} (" in ptx)]
-    if len(pick) != 1:
+    if not pick:
         names = ", ".join(s.kernel for s in specs[:8])
-        raise SpecError(f"{path}: {len(pick)} specs match {kernel or 'the entry of the PTX'} (have: {names})")
+        raise SpecError(f"{path}: 0 specs match {kernel or 'the entry of the PTX'} (have: {names})")
+    if len(pick) > 1:
+        raise SpecError(_ambiguous(path, kernel, src, pick))
     return pick[0]
+
+
+def _ambiguous(path: Path, kernel: str | None, src: Path, pick: list) -> str:
+    """Several specs share an entry (one Triton kernel at several shapes): only the user knows which."""
+    names = ", ".join(s.kernel for s in pick[:12]) + (", ..." if len(pick) > 12 else "")
+    if kernel:
+        return f"{path}: {len(pick)} specs are named {kernel}; kernel names in a spec list must be unique"
+    return (f"{path}: {len(pick)} specs match the entry of {src} ({pick[0].entry}): {names}; "
+            "pass --kernel NAME to pick one")
+
+
+def _unmeasured(args: argparse.Namespace, kernel: str, row: dict) -> str:
+    """One line: which kernel and variant the backend could not measure, why, and the command that would."""
+    variant = "+".join(row.get("final_set") or []) or "baseline"
+    repro = shlex.join(["chronos", "optimize", str(args.file), "--spec", str(args.spec), "--kernel", kernel,
+                        "--backend", "gpu", "--store", str(args.store), "--checkpoint", str(args.checkpoint),
+                        "--params", str(args.params)])
+    # the error's own repro names a pipeline stage (and optimize truncates it): this command replaces it
+    why = " ".join(str(row.get("error", "")).split()).split(" (reproduce: ")[0]
+    return (f"chronos: error: {kernel} (policy's set {variant}) not measured on backend {args.backend}: "
+            f"{why}; reproduce on a GPU machine: {repro}")
+
+
+def _outputs(args: argparse.Namespace, src: Path) -> tuple[Path, Path]:
+    """--out and --report, by default FILE's name in the current directory (FILE's folder may be a pipeline
+    input: a file written there makes the next run redo its jobs); absolute, so the printed paths are."""
+    out = args.out or Path(src.with_suffix(".chronos.ptx").name)
+    report = args.report or Path(src.with_suffix(".chronos.json").name)
+    return out.resolve(), report.resolve()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, UnicodeDecodeError) as e:
         raise ChronosError(f"cannot read {src}: {e}") from e
     cfg = load(args.params) if args.params.is_file() else Config()
-    spec = _spec(args.spec, args.kernel, ptx)
+    spec = _spec(args.spec, args.kernel, ptx, src)
     module, policy = parse(ptx, file=str(src)), load_model(args.checkpoint, action_space=cfg.actions).eval()
     kw = {"max_steps": cfg.predict.max_steps, "min_gain": cfg.search.greedy.min_gain,
           "beam": cfg.predict.beam}
@@ -70,8 +111,10 @@ def run(args: argparse.Namespace) -> int:
         else:
             res = optimize_time(spec, module, backend, policy, timing=cfg.timing, **kw)
         row = {**res.to_json(), "provenance": backend.provenance(), "input": str(src)}
-    out = args.out or src.with_suffix(".chronos.ptx")
-    report = args.report or src.with_suffix(".chronos.json")
+    if row["verdict"] == "unmeasured":
+        print(_unmeasured(args, spec.kernel, row), file=sys.stderr)
+        return EXIT_UNMEASURED
+    out, report = _outputs(args, src)
     out.write_text(res.ptx)
     report.write_text(json.dumps(row, indent=1) + "\n")
     said = row.get("returned") or row.get("optimize", {}).get("returned", "?")

@@ -17,7 +17,9 @@ from triton.compiler import ASTSource
 import chronos.triton as ct
 from chronos.errors import ChronosError, ToolchainError
 from chronos.triton import hook
-from chronos.triton.tuned_db import TunedDB, make_key, ptx_identity_sha256
+from chronos.triton.tuned_db import TunedDB, TunedDBError, make_key, ptx_identity_sha256
+
+from .test_tuned_db import NOT_A_DB, assert_one_clear_error, not_a_db
 
 GPU, DRIVER = "NVIDIA H200", "580.95.05 (CUDA 13.0)"
 SIGNATURE = {"x": "*fp32", "y": "*fp32", "out": "*fp32", "n": "i32", "BLOCK": "constexpr"}
@@ -203,6 +205,18 @@ def test_the_db_comes_from_chronos_tuned(env, stock, monkeypatch):
     assert "ptxas is '0.0' here" in ct.stats()["reasons"]["add_kernel"]
     with pytest.raises(ChronosError, match="unknown mode"):
         ct.enable(mode="measure")
+
+
+@pytest.mark.parametrize("what", NOT_A_DB)
+def test_enable_on_what_is_no_tuned_db_is_one_clear_error(env, monkeypatch, what):
+    """A text file, an empty file, a folder, /dev/null or a typo'd path: one TunedDBError with the absolute
+    path and what is wrong, not a chained sqlite3 traceback; the process keeps its stock Triton."""
+    given, absolute = not_a_db(env, monkeypatch, what)
+    hook_before = triton.knobs.runtime.add_stages_inspection_hook
+    with pytest.raises(TunedDBError) as raised:
+        ct.enable(given)
+    assert_one_clear_error(raised.value, absolute, what)
+    assert triton.knobs.runtime.add_stages_inspection_hook is hook_before and not ct.stats()["enabled"]
 
 
 def test_enable_without_the_hook_api_is_a_clear_error(env, monkeypatch):

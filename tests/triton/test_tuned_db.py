@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sqlite3
+import traceback
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -148,6 +150,8 @@ def test_show_is_a_table(tmp_path):
         put(db)
     text = show(path)
     assert "kernel" in text.splitlines()[0] and "maxnreg_64" in text and "0.800 [0.750, 0.850]" in text
+    # which way the ratio reads: a user took 0.8 for "80% of the speed"
+    assert "time ratio tuned/stock [99% CI] (<1 = faster)" in text.splitlines()[0]
     assert "NVIDIA H200" in text and "1 tuned kernel(s)" in text
 
 
@@ -167,4 +171,64 @@ def test_chronos_tuned_show_lists_the_db(tmp_path, capsys):
     assert main(["tuned", "show", str(path)]) == 0
     out = capsys.readouterr().out
     assert "maxnreg_64" in out and "0.800 [0.750, 0.850]" in out and "1 tuned kernel(s)" in out
+    assert "time ratio tuned/stock [99% CI] (<1 = faster)" in out.splitlines()[0]
     assert main(["tuned", "show", str(tmp_path / "none.sqlite")]) == 2
+
+
+# ------------------------------------------------------------------ what is no tuned DB (issue 25)
+NOT_A_DB = {"a text file": "is not an SQLite database", "an empty file": "it is empty: 0 bytes",
+            "a folder": "is a folder", "/dev/null": "is not a regular file",
+            "a missing path": "does not exist"}
+"""What a new user passed as a tuned DB -> what the error must say is wrong with it."""
+_MAKE = {"a text file": ("notes.txt", lambda p: p.write_text("kernel  ratio\nk  0.8\n")),
+         "an empty file": ("empty.sqlite", lambda p: p.write_bytes(b"")),
+         "a folder": ("dbs", Path.mkdir), "a missing path": ("none.sqlite", lambda p: None)}
+
+
+def not_a_db(tmp_path: Path, monkeypatch, what: str) -> tuple[str, str]:
+    """(the path as a user types it: relative to the working directory, its absolute form)."""
+    if what == "/dev/null":
+        return what, what
+    monkeypatch.chdir(tmp_path)
+    name, make = _MAKE[what]
+    make(tmp_path / name)
+    return name, str(tmp_path / name)
+
+
+def assert_one_clear_error(error: BaseException, absolute: str, what: str) -> None:
+    """A TunedDBError (a ChronosError) on one line, naming the file absolutely and what is wrong with it,
+    with no sqlite3 exception chained in front of it."""
+    assert isinstance(error, TunedDBError)
+    message = str(error)
+    assert absolute in message and NOT_A_DB[what] in message and "\n" not in message, message
+    shown = "".join(traceback.format_exception(error))
+    assert "During handling" not in shown and "direct cause" not in shown, shown
+
+
+@pytest.mark.parametrize("what", NOT_A_DB)
+def test_a_readonly_open_of_what_is_no_tuned_db_is_one_clear_error(tmp_path, monkeypatch, what):
+    given, absolute = not_a_db(tmp_path, monkeypatch, what)
+    with pytest.raises(TunedDBError) as raised:
+        TunedDB(given, readonly=True)
+    assert_one_clear_error(raised.value, absolute, what)
+
+
+@pytest.mark.parametrize("what", ["a text file", "a folder", "/dev/null"])
+def test_a_writable_open_refuses_what_is_no_tuned_db_and_leaves_it(tmp_path, monkeypatch, what):
+    given, absolute = not_a_db(tmp_path, monkeypatch, what)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    with pytest.raises(TunedDBError) as raised:
+        TunedDB(given)
+    assert_one_clear_error(raised.value, absolute, what)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # no schema written, no journal left
+
+
+@pytest.mark.parametrize("what", NOT_A_DB)
+def test_chronos_tuned_show_on_what_is_no_tuned_db_is_one_line_exit_2(tmp_path, monkeypatch, capsys, what):
+    from chronos.cli import main
+
+    given, absolute = not_a_db(tmp_path, monkeypatch, what)
+    assert main(["tuned", "show", given]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("chronos: error: ") and err.count("\n") == 1, err
+    assert absolute in err and NOT_A_DB[what] in err, err

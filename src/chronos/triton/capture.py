@@ -1,27 +1,24 @@
 """The in-process half of `chronos capture`: record every Triton kernel launch signature of a workload.
 
-`start(out)` (or CHRONOS_CAPTURE=out in the environment, read by the bootstrap `sitecustomize` that
-`chronos capture` puts on PYTHONPATH) wraps the two places a Triton kernel is launched from Python:
-
+`start(out)` (or CHRONOS_CAPTURE=out, read by chronos.triton.bootstrap in every process) wraps the two places
+a Triton kernel is launched from Python:
 - `torch._inductor.runtime.triton_heuristics.CachingAutotuner.run` — torch.compile's kernels, which bypass
   Triton's own launcher and `launch_enter_hook` (PTX_NOTES); the grid comes from Inductor itself
   (`_interpret_args_grid`) and in-place arguments from its `mutated_arg_names`;
-- `triton.runtime.jit.JITFunction.run` — every `kernel[grid](...)` of plain Triton code.
-
-The modules are patched when they are imported (a meta-path finder), so the user's script needs no change.
-The first launch of each distinct signature (kernel, grid, argument dtypes/shapes/strides, scalar values)
-writes one JSON record, and — up to a per-tensor and a total byte cap — the tensors' contents before the
-launch, so tuning verifies on real data. PTX and Triton metadata are not read here: `chronos capture` points
-TRITON_CACHE_DIR at a fresh folder, which every process (Inductor's compile workers included) fills, and
-joins the records with it afterwards (chronos.capture). Recording never breaks the workload: an error is
-written to `errors-<pid>.log` and the launch goes on.
+- `triton.runtime.jit.JITFunction.run` — every `kernel[grid](...)` of plain Triton code (with launch options,
+  autotune and heuristics wrappers: chronos.triton.capture_launch).
+Modules are patched as they are imported (chronos.triton.patch_on_import): the user's script needs no change.
+The first launch of each distinct signature (kernel, grid, argument dtypes/shapes/strides, scalars, launch
+options) writes one JSON record and, within byte caps, the tensors' contents before the launch. PTX and
+metadata come from the fresh TRITON_CACHE_DIR that `chronos capture` gives every process (joined later:
+chronos.capture). Recording never breaks the workload, and never drops a launch silently: a launch not
+recorded is counted per kernel and reason (drops/<pid>.json).
 """
 
 from __future__ import annotations
 
 import atexit
 import hashlib
-import importlib.abc
 import importlib.util
 import json
 import math
@@ -31,7 +28,9 @@ import threading
 import traceback
 from pathlib import Path
 
+from chronos.triton import capture_launch as launch_opts
 from chronos.triton.capture_tensors import changed, is_tensor, span_view, tensor_desc, value_stats
+from chronos.triton.patch_on_import import PatchOnImport
 
 ENV_DIR = "CHRONOS_CAPTURE"
 ENV_TENSOR_CAP = "CHRONOS_CAPTURE_TENSOR_BYTES"
@@ -47,8 +46,11 @@ class Recorder:
         self.tensor_cap, self.total_cap = tensor_cap, total_cap
         self.saved_bytes = 0
         self.counts: dict[str, int] = {}
+        self.drops: dict[tuple[str, str], int] = {}  # (kernel, reason) -> launches not recorded
+        self.failed: dict[str, tuple[str, str]] = {}  # signature whose record failed -> (kernel, reason)
+        self.benchmark: dict[str, int] = {}  # kernel -> autotuner benchmark launches (not the workload's)
         self.lock = threading.Lock()
-        for sub in ("launches", "inputs", "counts"):
+        for sub in ("launches", "inputs", "counts", "drops"):
             (self.out / sub).mkdir(parents=True, exist_ok=True)
 
     # ---------------------------------------------------------------- one launch
@@ -122,15 +124,46 @@ class Recorder:
         tmp.write_text(json.dumps(record, indent=1, default=str) + "\n")
         os.replace(tmp, path)
 
+    def drop(self, kernel: str, reason: str, sig: str | None = None) -> None:
+        """One launch of `kernel` that is not recorded, and why; later launches of `sig` count here too."""
+        with self.lock:
+            self.drops[(kernel, reason)] = self.drops.get((kernel, reason), 0) + 1
+            if sig is not None and sig not in self.failed:
+                self.failed[sig] = (kernel, reason)
+                if self.counts.get(sig) == 1:  # its first launch counts as dropped, not as recorded
+                    del self.counts[sig]
+
+    def first_launch(self, sig: str) -> bool:
+        """Whether this launch is the first of `sig` (to record); a launch of a signature whose first launch
+        was dropped is counted as a drop with it."""
+        with self.lock:
+            hit = self.failed.get(sig)
+        if hit is not None:
+            self.drop(*hit)
+            return False
+        return not self.seen(sig)
+
+    def benchmarked(self, kernel: str) -> None:
+        with self.lock:
+            self.benchmark[kernel] = self.benchmark.get(kernel, 0) + 1
+
     def flush_counts(self) -> None:
         with self.lock:
-            counts = dict(self.counts)
+            counts, drops, bench = dict(self.counts), dict(self.drops), dict(self.benchmark)
+        pid = os.getpid()
         if counts:
-            (self.out / "counts" / f"{os.getpid()}.json").write_text(
-                json.dumps(counts, sort_keys=True) + "\n"
-            )
+            (self.out / "counts" / f"{pid}.json").write_text(json.dumps(counts, sort_keys=True) + "\n")
+        if drops or bench:
+            rows = [{"kernel": k, "reason": r, "launches": n} for (k, r), n in sorted(drops.items())]
+            (self.out / "drops" / f"{pid}.json").write_text(
+                json.dumps({"dropped": rows, "autotune_benchmark_launches": bench}, sort_keys=True) + "\n")
 
-    def error(self, where: str) -> None:
+    def error(self, where: str, kernel: str, sig: str | None = None) -> None:
+        """Recording `kernel` failed: the launch is a drop with the exception as its reason (the traceback
+        goes to errors-<pid>.log), and the workload goes on."""
+        exc = sys.exc_info()[1]
+        reason = f"recording failed: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+        self.drop(kernel, reason, sig)
         with open(self.out / f"errors-{os.getpid()}.log", "a") as f:
             f.write(f"== {where}\n{traceback.format_exc()}\n")
 
@@ -148,20 +181,21 @@ def _inductor_run(orig):
         rec = _STATE["recorder"]
         if rec is None or kwargs.get("benchmark_run"):
             return orig(self, *args, stream=stream, **kwargs)
+        name, sig = getattr(self.fn, "__name__", "?"), None
         try:
             sig = rec.signature(f"inductor:{_inductor_identity(self)}", None, list(args))
-            fresh = not rec.seen(sig)
+            fresh = rec.first_launch(sig)
             names = _inductor_names(self, len(args))
             pre = rec.describe(sig, names, list(args), save=True) if fresh else None
         except Exception:  # noqa: BLE001 - recording must never break the workload
-            rec.error(f"inductor {getattr(self.fn, '__name__', '?')}")
+            rec.error(f"inductor {name}", name, sig)
             fresh = False
         result = orig(self, *args, stream=stream, **kwargs)
         if fresh:
             try:
                 _record_inductor(rec, self, sig, args, pre)
             except Exception:  # noqa: BLE001
-                rec.error(f"inductor {getattr(self.fn, '__name__', '?')}")
+                rec.error(f"inductor {name}", name, sig)
         return result
 
     run.__chronos_capture__ = True
@@ -189,6 +223,8 @@ def _inductor_names(autotuner, n: int) -> list[str]:
 
 def _record_inductor(rec: Recorder, autotuner, sig: str, args, pre: list[dict]) -> None:
     if len(autotuner.launchers) != 1:
+        rec.drop(autotuner.fn.__name__, f"Inductor's autotuner still holds {len(autotuner.launchers)} "
+                 "configs after the launch (which one ran is unknown)", sig)
         return
     launcher = autotuner.launchers[0]
     call_args, grid = autotuner._interpret_args_grid(args, launcher.config)
@@ -210,7 +246,7 @@ def _record_inductor(rec: Recorder, autotuner, sig: str, args, pre: list[dict]) 
             "num_warps": cfg.num_warps,
             "num_stages": cfg.num_stages,
             "constexprs": dict(cfg.kwargs),
-            "constants": _plain(autotuner.triton_meta.get("constants", {})),
+            "constants": launch_opts.plain_values(autotuner.triton_meta.get("constants", {})),
             "inductor_kernel": autotuner.inductor_meta.get("kernel_name"),
             "source_hash": autotuner.inductor_meta.get("backend_hash"),
             "args": pre,
@@ -223,49 +259,74 @@ def _jit_run(orig):
         rec = _STATE["recorder"]
         if rec is None or warmup:
             return orig(self, *args, grid=grid, warmup=warmup, **kwargs)
+        name = getattr(getattr(self, "fn", None), "__name__", "?")
+        if launch_opts.benchmarking():  # the autotuner trying a config, not the workload's launch
+            rec.benchmarked(name)
+            return orig(self, *args, grid=grid, warmup=warmup, **kwargs)
+        sig, fresh = None, False
         try:
-            bound = self.signature.bind(*args, **kwargs)
-            bound.apply_defaults()
-            values = dict(bound.arguments)
-            g = grid(values) if callable(grid) else grid
-            g = [int(x) for x in (tuple(g) + (1, 1))[:3]]
-            constexpr = {p.name for p in self.params if p.is_constexpr}
-            names = [n for n in self.arg_names if n not in constexpr]
-            vals = [values[n] for n in names]
-            sig = rec.signature(f"jit:{self.fn.__module__}.{self.fn.__qualname__}:{sorted(kwargs)}", g,
-                                vals + [values[n] for n in sorted(constexpr)])
-            fresh = not rec.seen(sig)
+            sig, g, values, options, names, vals = _jit_launch(rec, self, args, kwargs, grid)
+            fresh = rec.first_launch(sig)
+            if fresh and (why := launch_opts.unsupported(options)):
+                rec.drop(name, why, sig)
+                fresh = False
             pre = rec.describe(sig, names, vals, save=True) if fresh else None
             before = {
                 i: span_view(v, pre[i]["elements"]).detach().to("cpu", copy=True)
                 for i, v in enumerate(vals)
                 if fresh and is_tensor(v) and pre[i].get("data") and not _capturing()
             }
+            tuner = launch_opts.autotune_context()
         except Exception:  # noqa: BLE001
-            rec.error(f"jit {getattr(self, '__name__', '?')}")
+            rec.error(f"jit {name}", name, sig)
             fresh = False
         kernel = orig(self, *args, grid=grid, warmup=warmup, **kwargs)
         if fresh:
             try:
-                for i, a in enumerate(pre):
-                    # Which arguments a plain Triton kernel writes is not declared anywhere, and a rewrite of
-                    # the same values is invisible: every tensor is inout (restored before each run,
-                    # compared after it); `changed` is what this launch showed.
-                    if a["kind"] == "tensor":
-                        a["mutated"], a["write_only"] = True, False
-                        a["changed"] = changed(before[i], vals[i]) if i in before else None
-                meta = kernel.metadata
-                rec.write(sig, {"source": "jit", "cache_key": None, "hash": kernel.hash,
-                                "function": self.fn.__name__, "grid": g, "num_warps": meta.num_warps,
-                                "num_stages": meta.num_stages, "constants": {},
-                                "constexprs": _plain({n: values[n] for n in constexpr}),
-                                "source_hash": self.cache_key, "args": pre})
+                _record_jit(rec, self, sig, kernel, g, values, options, pre, before, vals, tuner)
             except Exception:  # noqa: BLE001
-                rec.error(f"jit {getattr(self, '__name__', '?')}")
+                rec.error(f"jit {name}", name, sig)
         return kernel
 
     run.__chronos_capture__ = True
     return run
+
+
+def _jit_launch(rec: Recorder, fn, args, kwargs: dict, grid):
+    """One plain launch taken apart: (signature, grid, bound values, launch options, runtime argument
+    names, their values)."""
+    params, options = launch_opts.split_kwargs(fn, kwargs)
+    bound = fn.signature.bind(*args, **params)
+    bound.apply_defaults()
+    values = dict(bound.arguments)
+    g = grid(values) if callable(grid) else grid
+    g = [int(x) for x in (tuple(g) + (1, 1))[:3]]
+    constexpr = {p.name for p in fn.params if p.is_constexpr}
+    names = [n for n in fn.arg_names if n not in constexpr]
+    vals = [values[n] for n in names]
+    ident = f"jit:{fn.fn.__module__}.{fn.fn.__qualname__}:{sorted(params)}:{sorted(options.items())!r}"
+    sig = rec.signature(ident, g, vals + [values[n] for n in sorted(constexpr)])
+    return sig, g, values, options, names, vals
+
+
+def _record_jit(rec: Recorder, fn, sig, kernel, g, values, options, pre, before, vals, tuner) -> None:
+    zeroed = set(tuner["reset_to_zero"]) if tuner else set()
+    for i, a in enumerate(pre):
+        # Which arguments a plain Triton kernel writes is not declared anywhere, and a rewrite of the same
+        # values is invisible: every tensor is inout (restored before each run, compared after it), which
+        # also replays an autotuner's restore_value; `changed` is what this launch showed. A reset_to_zero
+        # argument was zeroed before the launch: its fresh draw is zeros too.
+        if a["kind"] == "tensor":
+            a["mutated"], a["write_only"] = True, False
+            a["changed"] = changed(before[i], vals[i]) if i in before else None
+            a["reset_to_zero"] = a["name"] in zeroed
+    meta = kernel.metadata
+    constexpr = {p.name for p in fn.params if p.is_constexpr}
+    rec.write(sig, {"source": "jit", "cache_key": None, "hash": kernel.hash, "function": fn.fn.__name__,
+                    "grid": g, "num_warps": meta.num_warps, "num_stages": meta.num_stages, "constants": {},
+                    "constexprs": launch_opts.plain_values({n: values[n] for n in constexpr}),
+                    "launch_options": launch_opts.plain_values(options), "autotune": tuner,
+                    "source_hash": fn.cache_key, "args": pre})
 
 
 def triton_ptxas() -> dict | None:
@@ -285,12 +346,6 @@ def triton_ptxas() -> dict | None:
     return {"path": path, "version": ptxas_version(path)}
 
 
-def _plain(d: dict) -> dict:
-    return {
-        str(k): (v if isinstance(v, (bool, int, float, str)) or v is None else repr(v)) for k, v in d.items()
-    }
-
-
 def _patch_inductor(mod) -> None:
     cls = mod.CachingAutotuner
     if not getattr(cls.run, "__chronos_capture__", False):
@@ -303,40 +358,8 @@ def _patch_jit(mod) -> None:
         cls.run = _jit_run(cls.run)
 
 
-PATCHES = {"torch._inductor.runtime.triton_heuristics": _patch_inductor, "triton.runtime.jit": _patch_jit}
-
-
-class _PatchOnImport(importlib.abc.MetaPathFinder):
-    """Applies PATCHES to their modules right after the modules execute, whoever imports them."""
-
-    def find_spec(self, name, path, target=None):
-        if name not in PATCHES:
-            return None
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(name, path, target)
-            if spec is not None and spec.loader is not None:
-                spec.loader = _PatchingLoader(spec.loader, PATCHES[name])
-                return spec
-        return None
-
-
-class _PatchingLoader(importlib.abc.Loader):
-    def __init__(self, loader, patch):
-        self.loader, self.patch = loader, patch
-
-    def create_module(self, spec):
-        return self.loader.create_module(spec)
-
-    def exec_module(self, module):
-        self.loader.exec_module(module)
-        rec = _STATE["recorder"]
-        try:
-            self.patch(module)
-        except Exception:  # noqa: BLE001 - an unexpected torch/Triton version: record, never break
-            if rec is not None:
-                rec.error(f"patch {module.__name__}")
+PATCHES = {"torch._inductor.runtime.triton_heuristics": _patch_inductor, "triton.runtime.jit": _patch_jit,
+           "triton.runtime.autotuner": launch_opts.patch_autotuner}
 
 
 _STATE: dict = {"recorder": None, "finder": None}
@@ -347,13 +370,17 @@ def start(out: str | Path, tensor_cap: int = TENSOR_CAP, total_cap: int = TOTAL_
     rec = Recorder(Path(out), tensor_cap, total_cap)
     _STATE["recorder"] = rec
     if _STATE["finder"] is None:
-        _STATE["finder"] = _PatchOnImport()
-        sys.meta_path.insert(0, _STATE["finder"])
+        _STATE["finder"] = PatchOnImport(PATCHES, _patch_failed)
         atexit.register(lambda: _STATE["recorder"] is not None and _STATE["recorder"].flush_counts())
-    for name, patch in PATCHES.items():
-        if name in sys.modules:
-            patch(sys.modules[name])
+    _STATE["finder"].install()
     return rec
+
+
+def _patch_failed(module: str) -> None:
+    """A launch path that could not be wrapped records nothing: say so in the capture, as a drop."""
+    rec = _STATE["recorder"]
+    if rec is not None:
+        rec.error(f"patch {module}", f"(every launch through {module})")
 
 
 def stop() -> None:

@@ -37,6 +37,8 @@ MODES = ("deploy", "strict")
 _CACHE_ENV = "TRITON_CACHE_DIR"
 _CHRONOS_LEAF = re.compile(r"chronos-[0-9a-f]{16}")
 _UNSET = object()
+TUNED_MARK = "chronos_tuned_entry"
+"""Metadata field of a binary compiled from tuned PTX (the entry's key); Triton stores it in its cache."""
 
 
 class TunedMissError(ChronosError):
@@ -117,7 +119,8 @@ class _Session:
         self.env = dict(env)  # gpu, driver, ptxas: None = detect at the first compile
         self.active = True
         self.lock = threading.Lock()
-        self.names: dict[str, list[str]] = {"swapped": [], "missed": [], "rejected": []}
+        self.names: dict[str, list[str]] = {"swapped": [], "missed": [], "rejected": [], "cached": []}
+        self.swapped_hashes: set[str] = set()  # compiled with tuned PTX in this process
         self.reasons: dict[str, str] = {}
         self.cache_dir = ""
         self.saved_cache: tuple = (_UNSET, None)
@@ -168,7 +171,19 @@ class _Session:
             f"Triton's hash is {key.triton_hash[:16]} here, {entry.key.triton_hash[:16]} where it was tuned; "
             "the stock PTX, GPU, driver and ptxas are the same (TunedKey.code_key)")
         self._record("swapped", key.kernel, note)
+        with self.lock:
+            self.swapped_hashes.add(metadata["hash"])
+        metadata[TUNED_MARK] = entry.key.key()  # kept with the binary: a later cache hit says it is tuned
         return entry.ptx
+
+    def loaded(self, kernel) -> None:
+        """A kernel Triton loaded (compiled here or served by its cache): one that carries the tuned mark but
+        was not compiled in this process came from the cache and runs tuned, so it is counted as such."""
+        mark = getattr(kernel.metadata, TUNED_MARK, None)
+        if self.active and mark and getattr(kernel, "hash", None) not in self.swapped_hashes:
+            with self.lock:
+                self.names["cached"].append(str(kernel.metadata.name))
+                self.swapped_hashes.add(kernel.hash)
 
     def _why_missed(self, key: TunedKey) -> str:
         same = [e.key for e in self.entries.values() if e.key.kernel == key.kernel]
@@ -259,8 +274,10 @@ def _load(db) -> tuple[str, list[Entry]]:
     path = db if db is not None else os.environ.get(ENV_DB)
     if not path:
         raise ChronosError(f"no tuned DB: pass enable(db=...) or set {ENV_DB}=/path/to/tuned.sqlite")
+    # TunedDB refuses a missing file, a folder, a device or a non-DB with one TunedDBError naming its
+    # absolute path; stats() and strict-mode errors name that path too
     with TunedDB(Path(path), readonly=True) as handle:
-        return str(path), handle.entries()
+        return str(handle.path), handle.entries()
 
 
 def enable(db: str | Path | TunedDB | None = None, *, mode: str = "deploy", gpu: str | None = None,
@@ -278,7 +295,30 @@ def enable(db: str | Path | TunedDB | None = None, *, mode: str = "deploy", gpu:
     session.cache_dir, session.saved_cache = _isolate_cache(knobs, session.content)
     knobs.runtime.add_stages_inspection_hook = session
     _STATE["session"] = session
+    _count_loads()
     return session.stats()
+
+
+def _count_loads() -> None:
+    """Wrap Triton's CompiledKernel once, so that every loaded kernel reaches the session (cache hits
+    skip the stage hook: without this a warm cache would report 0 swapped while tuned binaries run)."""
+    from triton.compiler import compiler
+
+    init = compiler.CompiledKernel.__init__
+    if getattr(init, "__chronos_count__", False):
+        return
+
+    def counted(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        session = _STATE["session"]
+        if session is not None:
+            try:
+                session.loaded(self)
+            except Exception:  # noqa: BLE001, S110 - counting must never break a load
+                pass
+
+    counted.__chronos_count__ = True
+    compiler.CompiledKernel.__init__ = counted
 
 
 def disable() -> None:

@@ -17,6 +17,7 @@ import contextlib
 import hashlib
 import json
 import math
+import os
 import re
 import sqlite3
 import time
@@ -194,11 +195,8 @@ class TunedDB:
     """A handle on one tuned DB file. `readonly` (deployment) never creates or writes anything."""
 
     def __init__(self, path: str | Path, *, readonly: bool = False):
-        self.path = Path(path)
-        if readonly and not self.path.is_file():
-            raise TunedDBError(f"tuned DB {self.path} does not exist")
-        if not readonly:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = Path(os.path.abspath(path))  # every message names the file wherever the caller ran
+        _refuse_non_db(self.path, readonly)
         try:
             if readonly:
                 self.db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True,
@@ -206,7 +204,7 @@ class TunedDB:
             else:
                 self.db = sqlite3.connect(str(self.path), check_same_thread=False)
         except sqlite3.Error as e:
-            raise TunedDBError(f"cannot open tuned DB {self.path}: {e}") from e
+            raise TunedDBError(f"cannot open tuned DB {self.path}: {e}") from None
         try:
             self._check(readonly)
         except TunedDBError:
@@ -229,9 +227,10 @@ class TunedDB:
             has_table = self.db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tuned'"
                                         ).fetchone() is not None
         if version != SCHEMA_VERSION or not has_table:
+            why = "it is empty: 0 bytes" if self.path.stat().st_size == 0 else "a truncated or foreign file?"
             raise TunedDBError(f"tuned DB {self.path} has schema version {version} and "
                                f"{'a' if has_table else 'no'} table 'tuned'; this Chronos reads version "
-                               f"{SCHEMA_VERSION} (an empty, truncated or foreign file?)")
+                               f"{SCHEMA_VERSION} ({why})")
 
     def _errors(self, doing: str):
         return _sqlite_errors(self.path, doing)
@@ -306,21 +305,56 @@ def content_hash(entries: list[Entry]) -> str:
     return hashlib.sha256(json.dumps([SCHEMA_VERSION, pairs]).encode()).hexdigest()
 
 
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+"""The first 16 bytes of every SQLite database file."""
+
+
+def _refuse_non_db(path: Path, readonly: bool) -> None:
+    """One clear TunedDBError for what is no tuned DB at all, before SQLite sees it: SQLite reports a text
+    file only at the first query ("file is not a database"), opens a folder as "unable to open database
+    file", and reading a pipe would block. An empty file passes: SQLite makes a new DB of it (writable), or
+    the schema check names it (readonly)."""
+    if path.is_dir():
+        raise TunedDBError(f"tuned DB {path} is a folder, not a tuned DB file (chronos tune --db writes one)")
+    if not path.exists():
+        if readonly:
+            raise TunedDBError(f"tuned DB {path} does not exist")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise TunedDBError(f"cannot create the folder of tuned DB {path}: {e.strerror}") from None
+        return
+    if not path.is_file():
+        raise TunedDBError(f"tuned DB {path} is not a regular file (a device, pipe or socket)")
+    try:
+        with path.open("rb") as f:
+            head = f.read(len(_SQLITE_MAGIC))
+    except OSError as e:
+        raise TunedDBError(f"cannot read tuned DB {path}: {e.strerror}") from None
+    if head and head != _SQLITE_MAGIC:
+        raise TunedDBError(f"tuned DB {path} is not an SQLite database (it begins {head!r}); a tuned DB is "
+                           "the file chronos tune --db writes")
+
+
 @contextlib.contextmanager
 def _sqlite_errors(path: Path, doing: str):
-    """sqlite3 errors in the block -> TunedDBError naming the file."""
+    """sqlite3 errors in the block -> TunedDBError naming the file (the sqlite3 traceback adds nothing)."""
     try:
         yield
     except sqlite3.Error as e:
-        raise TunedDBError(f"cannot {doing} tuned DB {path}: {type(e).__name__}: {e}") from e
+        raise TunedDBError(f"cannot {doing} tuned DB {path}: {type(e).__name__}: {e}") from None
+
+
+RATIO_HEADER = "time ratio tuned/stock [99% CI] (<1 = faster)"
+"""show()'s ratio column: says which way the ratio reads (chronos tune prints the same convention)."""
 
 
 def show(path: str | Path) -> str:
-    """A human table of the live entries: kernel, actions, ratio [interval], GPU, created."""
+    """A human table of the live entries: kernel, actions, time ratio [interval], GPU, created."""
     with TunedDB(path, readonly=True) as db:
         entries = db.entries()
         digest = content_hash(entries)
-    rows = [("kernel", "actions", "ratio [ci]", "gpu", "created")]
+    rows = [("kernel", "actions", RATIO_HEADER, "gpu", "created")]
     for e in entries:
         rows.append((e.key.kernel, "+".join(e.actions) or "(none)",
                      f"{e.ratio:.3f} [{e.ci[0]:.3f}, {e.ci[1]:.3f}]", e.key.gpu, e.created_at[:19]))
