@@ -84,8 +84,10 @@ print(json.dumps(d, indent=1))" > $d/profile.json ;;
         # tune goes on with that one
         [ -f $d/tune-policy.pt ] || cp models/checkpoint_best.pt $d/tune-policy.pt
         timeout $((budget + 90)) python3 -m chronos.cli tune $d --backend gpu --ptxas triton "${order[@]}" \
-          --checkpoint $d/tune-policy.pt --budget $budget ${TUNE_EXTRA:-} --db $d/tuned.sqlite > "$LOGS/tune_$w.log" 2>&1
-        echo "tune $w (budget $budget s): exit $?" | tee -a $SUMMARY; tail -2 "$LOGS/tune_$w.log" | tee -a $SUMMARY ;;
+          --checkpoint $d/tune-policy.pt --store data/store/measurements.sqlite --params params.yaml \
+          --budget $budget ${TUNE_EXTRA:-} --db $d/tuned.sqlite > "$LOGS/tune_$w.log" 2>&1
+        echo "tune $w (budget $budget s): exit $?" | tee -a $SUMMARY
+        grep -E "^tune: ([0-9]+ tuned,|tuned DB|[0-9]+ of [0-9]+ selected)" "$LOGS/tune_$w.log" | tee -a $SUMMARY ;;
       e2e)
         # the DB is not kept in git: written from the committed parts where this call did not tune
         [ -f $d/tuned.sqlite ] || python3 -m chronos.cli tune $d --merge-only --db $d/tuned.sqlite >> "$LOGS/e2e_$w.log" 2>&1

@@ -63,7 +63,11 @@ def test_a_budget_leaves_kernels_for_the_next_run_which_resumes(tmp_path, capsys
     work = _workload(tmp_path)
     parts = tmp_path / "parts"
     assert main(["tune", str(work), "--parts", str(parts), "--budget", "0", *REPLAY]) == 0
-    assert not list(parts.glob("*.json")) and "3 left by the budget" in capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert not list(parts.glob("*.json")) and "3 left by the budget" in out
+    summary = json.loads((tmp_path / "tune-summary.json").read_text())
+    assert {r["kernel"]: r["status"] for r in summary["not_tuned"]} == dict.fromkeys(KERNELS, "left")
+    assert "3 of 3 selected kernels not tuned" in err
     assert main(["tune", str(work), "--parts", str(parts), *REPLAY]) == 0
     assert len(list(parts.glob("*.json"))) == 3
 
@@ -211,3 +215,107 @@ def test_reconfirm_captured_compares_deployed_sets_again_on_the_captured_inputs(
     assert "confirm_inputs" not in json.loads((parts / "softmax_r32_c128.json").read_text())
     assert reconfirm_captured(args, work / "specs.json", parts, backend, Config()) == 0
     assert len(backend.calls) == 1
+
+
+def _with_a_failing_and_a_racy_kernel(work: Path) -> None:
+    """Two more kernels: softmax under a name the store has nothing for (replay misses: failed) and one
+    whose PTX holds a float atomic (skipped)."""
+    specs = json.loads((work / "specs.json").read_text())
+    soft = next(s for s in specs if s["kernel"] == "softmax_r32_c128")
+    racy = (work / soft["ptx"]).read_text() + "\n// red.global.add.f32 [%rd1], %f1;\n"
+    (work / "racy.ptx").write_text(racy)
+    specs += [{**soft, "kernel": "softmax_unmeasured"}, {**soft, "kernel": "softmax_racy", "ptx": "racy.ptx"}]
+    (work / "specs.json").write_text(json.dumps(specs))
+
+
+def test_nothing_is_dropped_silently(tmp_path, capsys):
+    """Every kernel not tuned is listed, with why, on stderr and in <parts>/../tune-summary.json; a failure
+    in the run makes the exit status 1, one recorded by an earlier run is listed but does not."""
+    work = _workload(tmp_path)
+    _with_a_failing_and_a_racy_kernel(work)
+    parts = tmp_path / "parts"
+    assert main(["tune", str(work), "--parts", str(parts), *REPLAY]) == 1
+    out, err = capsys.readouterr()
+    summary = json.loads((tmp_path / "tune-summary.json").read_text())
+    status = {r["kernel"]: r["status"] for r in summary["not_tuned"]}
+    # layernorm is faster, but triton.json gives only rowmax an identity; rowmax and softmax are done
+    assert status == {"softmax_unmeasured": "failed", "softmax_racy": "skipped",
+                      "layernorm_f16_r64_c4096": "not_deployable"}
+    why = {r["kernel"]: r["why"] for r in summary["not_tuned"]}
+    assert "no " in why["softmax_unmeasured"] and "softmax_unmeasured" in why["softmax_unmeasured"]
+    assert why["softmax_racy"].startswith("float atomics (red.global.add.f32)")
+    assert str(work / "triton.json") in why["layernorm_f16_r64_c4096"]
+    assert (summary["selected"], summary["tuned_in_this_run"], summary["exit_status"]) == (5, 3, 1)
+    assert summary["parts"] == str(parts) and summary["dir"] == str(work)
+    assert "1 failed, 1 skipped" in out and "3 of 5 selected kernels not tuned" in err
+    for kernel, st in status.items():
+        assert f"{kernel:44s} {st}: " in err
+    assert not (parts / "softmax_unmeasured.json").exists()  # a replay miss leaves no part: retried next run
+    # a failure an earlier (gpu) run recorded in its part is listed, but this run failed nothing: exit 0
+    (parts / "softmax_unmeasured.json").write_text(json.dumps(
+        {"kernel": "softmax_unmeasured", "verdict": "unmeasured", "error": "ptxas died"}))
+    assert main(["tune", str(work), "--parts", str(parts), *REPLAY]) == 0
+    summary = json.loads((tmp_path / "tune-summary.json").read_text())
+    earlier = next(r for r in summary["not_tuned"] if r["kernel"] == "softmax_unmeasured")
+    assert earlier["status"] == "failed" and earlier["why"].endswith("ptxas died")
+    assert str(parts / "softmax_unmeasured.json") in earlier["why"]  # what to remove to tune it again
+    assert summary["exit_status"] == 0 and summary["tuned_in_this_run"] == 0
+
+
+def test_tune_prints_the_time_ratio_tuned_over_stock_as_tuned_show_does(tmp_path, capsys):
+    from chronos.triton.tuned_db import RATIO_HEADER
+
+    work = _workload(tmp_path)
+    parts = tmp_path / "parts"
+    assert main(["tune", str(work), "--parts", str(parts), "--kernel", "rowmax_f32_r64_c8192", *REPLAY]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = next(line for line in lines if "time ratio tuned/stock" in line)
+    assert header.endswith(RATIO_HEADER) and "(<1 = faster)" in header
+    row = json.loads((parts / "rowmax_f32_r64_c8192.json").read_text())
+    best = next(c for c in [row["greedy"], *row["beam"]] if "+".join(c["actions"]) == row["returned"])
+    line = next(line for line in lines if line.startswith("tune: rowmax_f32_r64_c8192"))
+    assert line.endswith(f"{row['returned']}, {best['ratio']:.4f} [{best['ci'][0]:.4f}, {best['ci'][1]:.4f}]")
+    # faster reads below 1 on the screen; the part file keeps its speedup (stock/tuned), which replay checks
+    assert best["ratio"] < 1 < row["speedup_time"] and abs(row["speedup_time"] * best["ratio"] - 1) < 1e-12
+
+
+def test_every_path_is_absolute_and_the_store_defaults_to_the_corpus_folder(tmp_path, monkeypatch, capsys):
+    _workload(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert main(["tune", "work", "--backend", "replay", "--params", "nope.yaml"]) == 2
+    assert f"{tmp_path.resolve() / 'nope.yaml'}: no such params file" in capsys.readouterr().err
+    assert main(["tune", "work", "--backend", "replay", "--checkpoint", "../x/p.pt"]) == 2
+    assert str(tmp_path.resolve().parent / "x/p.pt") in capsys.readouterr().err
+    # the packaged policy and params load; the store is the corpus folder's, which this one lacks
+    assert main(["tune", "work", "--backend", "replay"]) == 2
+    store = tmp_path.resolve() / "work/measurements.sqlite"
+    assert f"replay store {store} does not exist" in capsys.readouterr().err
+
+
+def test_a_stranger_tunes_a_captured_corpus_from_an_empty_directory(tmp_path):
+    """`python -m chronos.cli tune` run where there is no repository: the packaged policy and params.yaml,
+    only the corpus and the store given (absolute). The parts reproduce the committed record."""
+    from chronos.defaults import policy_path
+    from chronos.stages.tune_captured import differences
+
+    corpus, cwd = ROOT / "data/kernels/captured/flex", tmp_path / "cwd"
+    cwd.mkdir()
+    kernels = ["triton_poi_fused_ones_0_55d7e014_6a33db", "triton_poi_fused_zeros_1_ada52abb_9502ca"]
+    # the store holds what the record's policy proposed; once models/checkpoint_best.pt is retrained (and
+    # the packaged copy with it), that policy is no longer the default: name it
+    record_policy = corpus / "tune-policy.pt"
+    same = record_policy.read_bytes() == policy_path().read_bytes()
+    own = [] if same else ["--checkpoint", str(record_policy)]
+    proc = subprocess.run(
+        [sys.executable, "-m", "chronos.cli", "tune", str(corpus), "--backend", "replay",
+         "--store", str(ROOT / "data/store/measurements.sqlite"), "--parts", str(tmp_path / "parts"),
+         "--only", "|".join(kernels), *own],
+        capture_output=True, text=True, timeout=300, check=False, cwd=cwd)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for k in kernels:
+        row = json.loads((tmp_path / "parts" / f"{k}.json").read_text())
+        assert differences(row, json.loads((corpus / "tune-parts" / f"{k}.json").read_text())) == []
+    assert (tmp_path / "parts" / f"{kernels[1]}.ptx").is_file()  # zeros returned a set: its PTX
+    assert json.loads((tmp_path / "tune-summary.json").read_text())["not_tuned"] == []
+    assert not list(cwd.iterdir())  # nothing written where it ran
+    assert "time ratio tuned/stock" in proc.stdout and "2 tuned, 0 failed" in proc.stdout

@@ -7,8 +7,8 @@ Every Python process the command starts deploys DB (the bootstrap `chronos captu
 chronos.triton.deploy_env): Triton kernels whose strict key is in DB compile from their tuned PTX, the rest
 stock. Triton's and Inductor's caches point at a Chronos folder (`--cache-dir`, default
 $XDG_CACHE_HOME/chronos or ~/.cache/chronos), so the user's own caches are never read or written. At exit
-one line on stderr sums what ran: kernels swapped (compiled from tuned PTX), tuned from cache (binaries a
-previous run compiled), missed and rejected (stock), with the reasons on request (`--reasons`).
+one line on stderr sums which binaries ran: tuned (swapped: compiled from tuned PTX here; from cache: compiled
+by an earlier run) and stock (missed, rejected, from cache), with the reasons on request (`--reasons`).
 
 A DB that is missing or unreadable never breaks the command: it runs stock, after one warning. The exit
 status is the command's own.
@@ -29,7 +29,7 @@ from chronos.errors import ChronosError
 from chronos.triton import bootstrap
 from chronos.triton.deploy_env import ENV_MODE, ENV_STATS
 
-OUTCOMES = ("swapped", "cached", "missed", "rejected")
+OUTCOMES = ("swapped", "cached", "missed", "rejected", "cached_stock")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -125,9 +125,12 @@ def summed(stats_dir: Path) -> dict:
 
 
 def summary_line(db: Path, total: dict) -> str:
-    line = (f"chronos run: {db}: swapped {total['swapped']}, tuned from cache {total['cached']}, "
-            f"missed {total['missed']}, rejected {total['rejected']} "
-            f"(deployed in {total['deployed_in']} of {total['processes']} Python processes that used Triton)")
+    tuned = total["swapped"] + total["cached"]
+    stock = total["missed"] + total["rejected"] + total["cached_stock"]
+    line = (f"chronos run: {db}: tuned {tuned} (swapped {total['swapped']}, from cache {total['cached']}), "
+            f"stock {stock} (missed {total['missed']}, rejected {total['rejected']}, "
+            f"from cache {total['cached_stock']}); "
+            f"deployed in {total['deployed_in']} of {total['processes']} Python processes that used Triton")
     if total["errors"]:
         line += f"; not deployed in {len(total['errors'])}: {min(total['errors'])}"
     return line

@@ -2,7 +2,13 @@
 captured workload) into per-kernel results and a tuned DB that chronos.triton deploys from.
 
     chronos tune data/kernels/triton --parts tune/parts --db tuned.sqlite [--backend gpu|replay]
+        [--store STORE] [--checkpoint POLICY.pt] [--params params.yaml]
         [--kernel NAME] [--only REGEX] [--fixed a+b ...] [--budget SECONDS]
+
+From any directory: the policy and params.yaml default to copies shipped in the package (chronos.defaults:
+the repository's models/checkpoint_best.pt and params.yaml), the measurement store to DIR/measurements.sqlite
+(the store lives with the corpus; the pipeline passes its data/store/measurements.sqlite), the parts to
+DIR/tune-parts. Every path is made absolute first, so that messages name absolute paths.
 
 Per kernel, one side-by-side comparison (chronos.optimize_time): the baseline, the policy's greedy decoding
 and its `predict.beam` most probable sets, and the `--fixed` sets, each verified bit-exactly; the fastest
@@ -10,7 +16,13 @@ whose whole 99% interval clears `min_gain` is the kernel's answer, else the base
 `<parts>/<kernel>.json` is written per kernel, so a run resumes where it stopped and shards can run as
 separate jobs (`--kernel`, one per GPU or cluster node: workflow/tune/Snakefile); the DB is written from the
 parts in one step (`--db`), never by concurrent jobs. `--budget` stops starting new kernels after that many
-seconds (the ones left are listed).
+seconds. Per kernel it prints the returned set and its time ratio tuned/stock with its 99% interval (<1 =
+faster), the convention of `chronos tuned show`; the part files keep their `speedup_time` (stock/tuned).
+
+Nothing is dropped silently: at the end (--merge-only too) every selected kernel not tuned is listed on
+stderr with why, and in `<parts>/../tune-summary.json` (chronos.tune_summary): failed (with its error),
+skipped (float atomics), left by --budget, untuned (no part file yet), not_deployable (faster, but no Triton
+identity). The exit status is 1 when a kernel failed in this run, else 0.
 
 A kernel becomes a DB entry only if it is faster and its directory has a `triton.json` with its Triton
 identity ({kernel: {"hash": Triton's compile hash, "name": entry, "stock_ptx": file}}), written by capture.
@@ -30,6 +42,7 @@ from pathlib import Path
 
 from chronos.deploy_rule import deploys
 from chronos.errors import ChronosError
+from chronos.tune_summary import report_not_tuned, returned_candidate, triton_identity
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -56,11 +69,27 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "captured inputs, now present (the earlier one moves to confirm_history)")
     p.add_argument("--merge-only", action="store_true", help="only write --db from existing parts")
     p.add_argument("--backend", choices=("gpu", "replay", "auto"), default="auto")
-    p.add_argument("--store", type=Path, default=Path("data/store/measurements.sqlite"))
-    p.add_argument("--checkpoint", type=Path, default=Path("models/checkpoint_best.pt"))
-    p.add_argument("--params", type=Path, default=Path("params.yaml"))
+    p.add_argument("--store", type=Path, help="the measurement store: replay answers from it, gpu records "
+                                              "into it (default: DIR/measurements.sqlite)")
+    p.add_argument("--checkpoint", type=Path, help="the policy (default: the one shipped with chronos, a "
+                                                   "copy of the repository's models/checkpoint_best.pt)")
+    p.add_argument("--params", type=Path, help="params.yaml (default: the one shipped with chronos)")
     p.add_argument("--ptxas", help="the ptxas that assembles the measured cubins; 'triton' = Triton's own, "
                                    "the one that assembles them at deployment (the DB key records it)")
+
+
+def resolve_paths(args: argparse.Namespace) -> None:
+    """The defaults filled in and every path argument made absolute, in place."""
+    from chronos.defaults import params_path, policy_path
+
+    d = args.dir = args.dir.resolve()
+    args.parts = (args.parts or d / "tune-parts").resolve()
+    args.store = (args.store or d / "measurements.sqlite").resolve()
+    args.checkpoint = (args.checkpoint or policy_path()).resolve()
+    args.params = (args.params or params_path()).resolve()
+    args.db, args.order_by = (p and p.resolve() for p in (args.db, args.order_by))
+    if args.ptxas and os.sep in args.ptxas:  # a path; 'triton' or a bare name (looked up on PATH) stays
+        args.ptxas = str(Path(args.ptxas).resolve())
 
 
 def _selected(specs_json: Path, kernel: str | None, only: str | None):
@@ -91,7 +120,7 @@ def deploy_ptxas(dir_: Path) -> str:
     from chronos.kernels.spec import read_ptx_file
     from chronos.toolchain import ptxas_version
 
-    identity = json.loads((dir_ / "triton.json").read_text()) if (dir_ / "triton.json").is_file() else {}
+    identity = triton_identity(dir_) or {}
     recorded = sorted({i["ptxas"]["path"] for i in identity.values() if i.get("ptxas")})
     want = sorted({_ptx_isa(read_ptx_file(dir_ / i["stock_ptx"])) for i in identity.values()} - {None})
     candidates = [*recorded, os.environ.get("TRITON_PTXAS_PATH"), _torch_ptxas(), get_ptxas(90).path]
@@ -122,23 +151,23 @@ def _torch_ptxas() -> str | None:
     return str(path) if path.is_file() else None
 
 
-def tune_kernels(args: argparse.Namespace, parts: Path) -> dict:
-    """Tune every selected kernel without a part file yet; returns counts (done, skipped, left, failed)."""
-    from chronos.config import Config, load
+def tune_kernels(args: argparse.Namespace, selected: list) -> dict:
+    """Tune every selected kernel without a part file yet; returns what happened: done (a count), failed
+    ({kernel: error}), skipped and left (kernel names)."""
+    from chronos.config import load
     from chronos.kernels.spec import read_ptx
     from chronos.progress import progress
     from chronos.rl.checkpoint import load_model
     from chronos.search.atlas_replay import backend_with_atlas
+    from chronos.triton.tuned_db import RATIO_HEADER
 
-    cfg = load(args.params) if args.params.is_file() else Config()
-    specs_json = args.dir / "specs.json"
-    todo = [s for s in _selected(specs_json, args.kernel, args.only)
-            if not (parts / f"{s.kernel}.json").exists()]
+    cfg, parts, specs_json = load(args.params), args.parts, args.dir / "specs.json"
+    todo = [s for s in selected if not (parts / f"{s.kernel}.json").exists()]
     if args.order_by:
         todo = by_gpu_time(todo, json.loads(args.order_by.read_text()))
     fixed = [tuple(a for a in f.split("+") if a) for f in args.fixed]
     policy = load_model(args.checkpoint, action_space=cfg.actions).eval()
-    t0, counts = time.perf_counter(), {"done": 0, "failed": 0, "skipped": 0, "left": []}
+    t0, counts = time.perf_counter(), {"done": 0, "failed": {}, "skipped": [], "left": []}
     parts.mkdir(parents=True, exist_ok=True)
     kw = {"ptxas": _ptxas(args.ptxas, args.dir)} if args.ptxas else {}
     if args.retry_invalid and args.backend != "replay":
@@ -148,22 +177,39 @@ def tune_kernels(args: argparse.Namespace, parts: Path) -> dict:
             counts["confirmed"] = confirm_recorded(args, specs_json, parts, backend, cfg)
         if args.reconfirm_captured and args.backend != "replay":
             counts["reconfirmed"] = reconfirm_captured(args, specs_json, parts, backend, cfg)
+        if todo:
+            print(f"tune: {'kernel':44s} returned set, {RATIO_HEADER}", flush=True)
         for spec in progress(todo, desc="tune", unit="kernel"):
             if args.budget is not None and time.perf_counter() - t0 > args.budget:
                 counts["left"].append(spec.kernel)
-                continue
-            if _skipped_as_racy(spec, read_ptx(specs_json, spec), parts):
-                counts["skipped"] += 1
-                continue
-            row, ptx = tune_one(spec, specs_json, backend, policy, cfg, fixed, confirm=args.confirm_new)
-            counts["failed" if "error" in row else "done"] += 1
-            if "error" not in row or args.backend != "replay":  # a replay miss is not worth resuming from
-                if ptx:
-                    (parts / f"{spec.kernel}.ptx").write_text(ptx)
-                (parts / f"{spec.kernel}.json").write_text(json.dumps(row, indent=1) + "\n")
-            print(f"tune: {spec.kernel:44s} {row.get('returned', row.get('error', '')[:80])} "
-                  f"{row.get('speedup_time', 0):.4f}", flush=True)
+            elif _skipped_as_racy(spec, read_ptx(specs_json, spec), parts):
+                counts["skipped"].append(spec.kernel)
+            else:
+                row, ptx = tune_one(spec, specs_json, backend, policy, cfg, fixed, confirm=args.confirm_new)
+                _record(args, parts, row, ptx)
+                if "error" in row:
+                    counts["failed"][spec.kernel] = row["error"]
+                else:
+                    counts["done"] += 1
     return counts
+
+
+def _record(args: argparse.Namespace, parts: Path, row: dict, ptx: str) -> None:
+    """A tuned kernel's part file (and its PTX), and its line: returned set, time ratio tuned/stock."""
+    if "error" not in row or args.backend != "replay":  # a replay miss is not worth resuming from
+        if ptx:
+            (parts / f"{row['kernel']}.ptx").write_text(ptx)
+        (parts / f"{row['kernel']}.json").write_text(json.dumps(row, indent=1) + "\n")
+    if "error" in row:
+        text = f"failed: {row['error'][:80]}"
+    else:
+        best = returned_candidate(row)
+        ratio, (lo, hi) = (best["ratio"], best["ci"]) if best else (1.0, (1.0, 1.0))
+        text = f"{row['returned']}, {ratio:.4f} [{lo:.4f}, {hi:.4f}]"
+        if c := row.get("confirm"):
+            again = f" {c['ratio']:.4f}" if c.get("ratio") is not None else ""
+            text += f"; confirming comparison: {c['verdict']}{again}"
+    print(f"tune: {row['kernel']:44s} {text}", flush=True)
 
 
 def _confirm_parts(args, specs_json: Path, parts: Path, backend, cfg, wanted, record, label: str) -> int:
@@ -305,7 +351,7 @@ def write_db(dir_: Path, parts: Path, db_path: Path) -> dict:
     from chronos.kernels.spec import read_ptx_file
     from chronos.triton.tuned_db import TunedDB, make_key
 
-    identity = json.loads((dir_ / "triton.json").read_text()) if (dir_ / "triton.json").is_file() else {}
+    identity = triton_identity(dir_) or {}
     rows = [json.loads(p.read_text()) for p in sorted(parts.glob("*.json"))]
     counts = {"kernels": len(rows), "faster": 0, "not_confirmed": 0, "entries": 0, "no_identity": 0}
     with TunedDB(db_path) as db:
@@ -318,8 +364,7 @@ def write_db(dir_: Path, parts: Path, db_path: Path) -> dict:
             if ident is None:
                 counts["no_identity"] += 1
                 continue
-            best = next(c for c in [row["greedy"], *row["beam"], *row.get("fixed", [])]
-                        if "+".join(c["actions"]) == row["returned"])
+            best = returned_candidate(row)
             stock = read_ptx_file(dir_ / ident["stock_ptx"])
             tuned = (parts / f"{row['kernel']}.ptx").read_text()
             prov = row["provenance"]
@@ -334,15 +379,17 @@ def write_db(dir_: Path, parts: Path, db_path: Path) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    parts = args.parts or args.dir / "tune-parts"
+    resolve_paths(args)
+    selected = _selected(args.dir / "specs.json", args.kernel, args.only)
+    counts: dict = {}
     if not args.merge_only:
-        counts = tune_kernels(args, parts)
-        print(f"tune: {counts['done']} tuned, {counts['failed']} failed, {counts['skipped']} skipped, "
-              f"{len(counts['left'])} left by the "
+        counts = tune_kernels(args, selected)
+        print(f"tune: {counts['done']} tuned, {len(counts['failed'])} failed, "
+              f"{len(counts['skipped'])} skipped, {len(counts['left'])} left by the "
               f"budget{': ' + ', '.join(counts['left'][:8]) if counts['left'] else ''}"
               + (f"; {counts['confirmed']} recorded sets confirmed faster" if "confirmed" in counts else "")
               + (f"; {counts['reconfirmed']} deployed sets faster again on the captured inputs"
                  if "reconfirmed" in counts else ""))
     if args.db:
-        print(f"tune: tuned DB {args.db}: {write_db(args.dir, parts, args.db)}")
-    return 0
+        print(f"tune: tuned DB {args.db}: {write_db(args.dir, args.parts, args.db)}")
+    return report_not_tuned(args, selected, counts)

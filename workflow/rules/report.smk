@@ -9,6 +9,7 @@ rule tune_captured:
         "src/chronos/config.py",
         "src/chronos/config_timing.py",
         "src/chronos/deploy_rule.py",
+        "src/chronos/defaults/__init__.py",
         "src/chronos/errors.py",
         "src/chronos/features.py",
         "src/chronos/features_v2.py",
@@ -31,6 +32,7 @@ rule tune_captured:
         "src/chronos/transforms",
         "src/chronos/triton",
         "src/chronos/tune.py",
+        "src/chronos/tune_summary.py",
         "src/chronos/variant.py",
     output:
         "reports/tune_captured.json",
@@ -54,6 +56,7 @@ rule headroom:
         "src/chronos/config.py",
         "src/chronos/config_timing.py",
         "src/chronos/deploy_rule.py",
+        "src/chronos/defaults/__init__.py",
         "src/chronos/errors.py",
         "src/chronos/features.py",
         "src/chronos/features_v2.py",
@@ -75,6 +78,7 @@ rule headroom:
         "src/chronos/transforms",
         "src/chronos/triton",
         "src/chronos/tune.py",
+        "src/chronos/tune_summary.py",
         "src/chronos/variant.py",
     output:
         "reports/headroom.json",
@@ -98,6 +102,7 @@ rule census:
         "src/chronos/config.py",
         "src/chronos/config_timing.py",
         "src/chronos/deploy_rule.py",
+        "src/chronos/defaults/__init__.py",
         "src/chronos/errors.py",
         "src/chronos/features.py",
         "src/chronos/features_v2.py",
@@ -120,6 +125,7 @@ rule census:
         "src/chronos/transforms",
         "src/chronos/triton",
         "src/chronos/tune.py",
+        "src/chronos/tune_summary.py",
         "src/chronos/variant.py",
     output:
         "reports/census.json",
@@ -143,6 +149,7 @@ rule random_time:
         "src/chronos/config.py",
         "src/chronos/config_timing.py",
         "src/chronos/deploy_rule.py",
+        "src/chronos/defaults/__init__.py",
         "src/chronos/errors.py",
         "src/chronos/features.py",
         "src/chronos/features_v2.py",
@@ -165,6 +172,7 @@ rule random_time:
         "src/chronos/transforms",
         "src/chronos/triton",
         "src/chronos/tune.py",
+        "src/chronos/tune_summary.py",
         "src/chronos/variant.py",
     output:
         "reports/random_time.json",
@@ -190,6 +198,7 @@ rule heldout:
         "src/chronos/config.py",
         "src/chronos/config_timing.py",
         "src/chronos/deploy_rule.py",
+        "src/chronos/defaults/__init__.py",
         "src/chronos/errors.py",
         "src/chronos/features.py",
         "src/chronos/features_v2.py",
@@ -211,6 +220,7 @@ rule heldout:
         "src/chronos/transforms",
         "src/chronos/triton",
         "src/chronos/tune.py",
+        "src/chronos/tune_summary.py",
         "src/chronos/variant.py",
     output:
         "reports/heldout.json",
@@ -228,6 +238,7 @@ rule heldout:
 rule captured:
     input:
         "data/kernels/captured",
+        "data/library",
         "reports/tune_captured.json",
         "src/chronos/config.py",
         "src/chronos/config_timing.py",
@@ -240,7 +251,7 @@ rule captured:
         "reports/captured.json",
     shell:
         "python -m chronos.stages.captured --params params.yaml --captured data/kernels/captured "
-        "--tune reports/tune_captured.json --out reports/captured.json"
+        "--library data/library --tune reports/tune_captured.json --out reports/captured.json"
 
 
 # Tables, figures, reports/README.md and reports/metrics.json (for `dvc exp show`) from the stages' outputs.

@@ -192,7 +192,8 @@ def captured_metrics(captured: dict | None) -> dict:
     deterministic algorithms)."""
     out: dict = {}
     for w, s in sorted(((captured or {}).get("workloads") or {}).items()):
-        out.setdefault("capture", {})[w] = {"kernels": s["kernels"], "distinct_ptx": s["distinct_ptx"]}
+        out.setdefault("capture", {})[w] = {"kernels": s["kernels"], "distinct_ptx": s["distinct_ptx"],
+                                            "dropped": s.get("dropped")}
         if "tune" in s:
             out.setdefault("tune", {})[w] = {k: s["tune"][k] for k in
                                              ("faster", "slower", "unchanged", "not_confirmed", "skipped",
@@ -205,6 +206,13 @@ def captured_metrics(captured: dict | None) -> dict:
                                               "outputs_equal": s[key]["outputs_equal"],
                                               "swapped": s[key].get("swapped"),
                                               "db_entries": s[key].get("db_entries")}
+    for name, s in sorted(((captured or {}).get("libraries") or {}).items()):
+        tune, tests = s.get("tune", {}), s["tests"]
+        out.setdefault("library", {})[name] = {
+            "kernels": s["kernels"], "dropped": s["dropped"], "tuned": tune.get("kernels", 0) - tune.get(
+                "unmeasured", 0) - tune.get("skipped", 0), "faster": tune.get("faster", 0),
+            "time_geomean": tune.get("time_geomean"), "tests_collected": tests["collected"],
+            "tests_passed_stock": tests["passed_stock"], "tests_passed_tuned": tests["passed_tuned"]}
     return out
 
 

@@ -30,6 +30,9 @@ def _arguments(ap) -> None:
     ap.add_argument("--captured", type=Path, default=Path("data/kernels/captured"))
     ap.add_argument("--out", type=Path, default=Path("reports/captured.json"))
     ap.add_argument("--tune", type=Path, help="stage tune_captured's output (reports/tune_captured.json)")
+    ap.add_argument("--library", type=Path,
+                    help="hand-written Triton libraries run as acceptance tests (data/library/<name>: a "
+                         "capture, its tune parts, acceptance.json: its own tests stock and deployed)")
 
 
 def amdahl_bound(share: float, kernel_speedup: float) -> float:
@@ -70,7 +73,8 @@ def workload_summary(d: Path, replay: dict | None = None) -> dict:
     out = {"kernels": cap["kernels"], "distinct_ptx": cap["distinct_ptx"],
            "launch_signatures": cap["launch_signatures"], "launches": cap["launches"],
            "unmapped": len(cap["unmapped"]),
-           "unmapped_reasons": sorted({u["reason"] for u in cap["unmapped"]})}
+           "unmapped_reasons": sorted({u["reason"] for u in cap["unmapped"]}),
+           "dropped": dropped_launches(cap)}
     if (d / "profile.json").is_file():
         prof = read_json(d / "profile.json", "workload profile")
         out["triton_share"] = {p: round(v["triton_share"], 4) for p, v in prof["phases"].items()}
@@ -91,6 +95,24 @@ def workload_summary(d: Path, replay: dict | None = None) -> dict:
     return out
 
 
+def dropped_launches(cap: dict) -> int:
+    """Launches the capture did not turn into specs. Captures before the drop count (issue #25) list only
+    unmapped signatures, each at least one launch."""
+    if "dropped_launches" in cap:
+        return int(cap["dropped_launches"])
+    return len(cap["unmapped"])
+
+
+def library_summary(d: Path) -> dict:
+    """A library's acceptance run: its capture and tune (as a workload) and its own test suite, passed
+    stock and with the tuned DB deployed (`chronos run --db`)."""
+    out = workload_summary(d)
+    acc = read_json(d / "acceptance.json", "library acceptance record")
+    out["tests"] = {k: acc[k] for k in ("collected", "passed_stock", "passed_tuned", "failed_stock",
+                                        "failed_tuned", "deployed")}
+    return out
+
+
 def e2e_summary(e2e: dict) -> dict:
     """scripts/e2e.py's result without its per-round times: ratios, bitwise verdicts, the DB it ran with."""
     out = {k: e2e[k] for k in ("speedup", "aa_control", "outputs_equal", "stock_deterministic", "hook_cost",
@@ -108,7 +130,9 @@ def _body(args, cfg) -> None:
     replayed = read_json(args.tune, "tune replay")["workloads"] if args.tune else {}
     workloads = {d.name: workload_summary(d, replayed.get(d.name)) for d in sorted(args.captured.iterdir())
                  if (d / "capture.json").is_file()}
-    report = {"workloads": workloads,
+    libraries = ({d.name: library_summary(d) for d in sorted(args.library.iterdir())
+                  if (d / "acceptance.json").is_file()} if args.library else {})
+    report = {"workloads": workloads, **({"libraries": libraries} if libraries else {}),
               "total": {"workloads": len(workloads),
                         "kernels": sum(w["kernels"] for w in workloads.values()),
                         "distinct_ptx": sum(w["distinct_ptx"] for w in workloads.values())}}

@@ -119,8 +119,9 @@ class _Session:
         self.env = dict(env)  # gpu, driver, ptxas: None = detect at the first compile
         self.active = True
         self.lock = threading.Lock()
-        self.names: dict[str, list[str]] = {"swapped": [], "missed": [], "rejected": [], "cached": []}
-        self.swapped_hashes: set[str] = set()  # compiled with tuned PTX in this process
+        self.names: dict[str, list[str]] = {"swapped": [], "missed": [], "rejected": [], "cached": [],
+                                            "cached_stock": []}
+        self.compiled: set[str] = set()  # Triton hashes compiled (through the hook) in this process
         self.reasons: dict[str, str] = {}
         self.cache_dir = ""
         self.saved_cache: tuple = (_UNSET, None)
@@ -159,6 +160,8 @@ class _Session:
     def choose(self, stock_ptx: str, metadata: dict, arch: int) -> str:
         """The PTX ptxas will assemble: the tuned one on a valid hit, the stock one otherwise."""
         key = self.key(stock_ptx, metadata, arch)
+        with self.lock:
+            self.compiled.add(metadata["hash"])
         entry = self.entries.get(key.key()) or self.by_code.get(key.code_key())
         if entry is None:
             self._record("missed", key.kernel, self._why_missed(key))
@@ -171,19 +174,19 @@ class _Session:
             f"Triton's hash is {key.triton_hash[:16]} here, {entry.key.triton_hash[:16]} where it was tuned; "
             "the stock PTX, GPU, driver and ptxas are the same (TunedKey.code_key)")
         self._record("swapped", key.kernel, note)
-        with self.lock:
-            self.swapped_hashes.add(metadata["hash"])
         metadata[TUNED_MARK] = entry.key.key()  # kept with the binary: a later cache hit says it is tuned
         return entry.ptx
 
     def loaded(self, kernel) -> None:
-        """A kernel Triton loaded (compiled here or served by its cache): one that carries the tuned mark but
-        was not compiled in this process came from the cache and runs tuned, so it is counted as such."""
-        mark = getattr(kernel.metadata, TUNED_MARK, None)
-        if self.active and mark and getattr(kernel, "hash", None) not in self.swapped_hashes:
-            with self.lock:
-                self.names["cached"].append(str(kernel.metadata.name))
-                self.swapped_hashes.add(kernel.hash)
+        """A kernel Triton loaded (compiled here or served by its cache). One not compiled in this process
+        came from the cache: with the tuned mark it runs tuned (`cached`), else stock (`cached_stock`)."""
+        digest = getattr(kernel, "hash", None)
+        if not self.active or digest in self.compiled:
+            return
+        tuned = getattr(kernel.metadata, TUNED_MARK, None)
+        with self.lock:
+            self.names["cached" if tuned else "cached_stock"].append(str(kernel.metadata.name))
+            self.compiled.add(digest)
 
     def _why_missed(self, key: TunedKey) -> str:
         same = [e.key for e in self.entries.values() if e.key.kernel == key.kernel]

@@ -1,0 +1,49 @@
+"""attorch's own tests, stock and under `chronos run --db`, from the junit files of one device call, into
+data/library/attorch/acceptance.json (read by stage `captured`):
+
+    python experiments/attorch/acceptance.py LOGS_DIR --out data/library/attorch/acceptance.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+
+def outcomes(junit: Path) -> dict[str, str]:
+    """{test id: passed | failed | skipped} from a pytest junit XML file."""
+    out = {}
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        name = f"{case.get('classname')}::{case.get('name')}"
+        kinds = {child.tag for child in case}
+        out[name] = "failed" if kinds & {"failure", "error"} else "skipped" if "skipped" in kinds else "passed"
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("logs", type=Path)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--command", default="")
+    args = ap.parse_args()
+    stock, tuned = outcomes(args.logs / "tests_stock.xml"), outcomes(args.logs / "tests_tuned.xml")
+    stats = json.loads((args.logs / "tests_run_stats.json").read_text())
+    failed = {k: sorted(n for n, v in d.items() if v == "failed") for k, d in (("stock", stock), ("tuned", tuned))}
+    record = {
+        "collected": len(stock), "collected_tuned": len(tuned),
+        "passed_stock": sum(v == "passed" for v in stock.values()),
+        "passed_tuned": sum(v == "passed" for v in tuned.values()),
+        "failed_stock": failed["stock"], "failed_tuned": failed["tuned"],
+        "deployed": {k: stats[k] for k in ("swapped", "cached", "missed", "rejected", "cached_stock")
+                     if k in stats} | {"tuned_names": sorted(set(stats["swapped_names"] + stats["cached_names"]))},
+        "provenance": {"versions": (args.logs / "provenance.txt").read_text().splitlines(),
+                       "command": args.command},
+    }
+    args.out.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    print(json.dumps({k: record[k] for k in ("collected", "passed_stock", "passed_tuned")}))
+
+
+if __name__ == "__main__":
+    main()
