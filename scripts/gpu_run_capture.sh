@@ -51,7 +51,7 @@ for s in ${STEPS:-}; do
     echo "== $s $w $(date -u +%T) ($SECONDS s)" | tee -a $SUMMARY
     case $s in
       capture)
-        timeout ${CAP_TIMEOUT:-150} python3 -m chronos.cli capture --out $d --workload $w -- \
+        timeout ${CAP_TIMEOUT:-150} python3 -m chronos.cli capture --out $d --workload $w --force -- \
           python3 scripts/workloads.py $w --steps 2 --profile > "$LOGS/capture_$w.log" 2>&1
         echo "capture $w: exit $?" | tee -a $SUMMARY
         # a workload cut off by its timeout: assemble what it recorded

@@ -300,3 +300,19 @@ def test_an_inductor_kernel_signs_the_same_in_every_process():
     assert ids[0] == "triton_poi_fused_add_0:" + _h.sha256(b"def k(x): pass").hexdigest()[:16]
     no_src = SimpleNamespace(fn=SimpleNamespace(__name__="k"))
     assert recorder._inductor_identity(no_src) == f"id{id(no_src)}"  # a fake without source: per object
+
+
+def test_an_existing_capture_is_kept_unless_forced_and_empty_folders_are_refused(tmp_path, capsys):
+    from chronos.cli import main
+
+    old = tmp_path / "old"
+    (old / "ptx").mkdir(parents=True)
+    (old / "specs.json").write_text("[]\n")
+    (old / "ptx" / "k.ptx").write_text("// kept\n")
+    assert main(["capture", "--out", str(old), "--", sys.executable, "-c", "pass"]) == 2
+    assert "already holds a capture; pass --force" in capsys.readouterr().err
+    assert (old / "ptx" / "k.ptx").read_text() == "// kept\n"  # nothing deleted
+    for flag in ("--assemble-only", "--compact-only"):
+        assert main(["capture", "--out", str(tmp_path / "missing"), flag]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("chronos: error: chronos capture: ") and str(tmp_path / "missing") in err

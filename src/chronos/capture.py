@@ -57,6 +57,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--compact", action="store_true",
                    help="store the PTX gzip-compressed (ptx/*.ptx.gz), for a corpus kept in git")
     p.add_argument("--compact-only", action="store_true", help="only compact an existing capture DIR")
+    p.add_argument("--force", action="store_true", help="replace a capture that DIR already holds")
     p.add_argument("--allow-partial", action="store_true",
                    help="exit 0 even when some launches could not be captured (they are still listed in "
                         "capture.json and counted on stderr)")
@@ -67,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
     out = args.out.resolve()
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     rc = 0
+    _check_out(out, args)
     if args.compact_only:
         print(f"capture: {compact(out)} PTX files compressed in {out / 'ptx'}")
         return 0
@@ -84,6 +86,18 @@ def run(args: argparse.Namespace) -> int:
         print(f"chronos capture: the workload exited with status {rc}; what it launched before is kept",
               file=sys.stderr)
     return rc or _verdict(summary, out, args.allow_partial)
+
+
+def _check_out(out: Path, args: argparse.Namespace) -> None:
+    """Refuse what would lose data or do nothing: a new capture over an existing one (without --force), and
+    --assemble-only / --compact-only on a folder that holds no capture."""
+    if args.compact_only or args.assemble_only:
+        need = "specs.json" if args.compact_only else "launches"
+        if not (out / need).exists():
+            raise ChronosError(f"chronos capture: {out} holds no capture ({out / need} is missing)")
+    elif (out / "specs.json").exists() and not args.force:
+        raise ChronosError(f"chronos capture: {out} already holds a capture; pass --force to replace it (its "
+                           "specs, PTX, records and captured inputs are deleted first)")
 
 
 def _verdict(summary: dict, out: Path, allow_partial: bool) -> int:
