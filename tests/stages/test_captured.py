@@ -19,9 +19,13 @@ CORPUS = ROOT / "data/kernels/captured"
 def test_the_committed_corpus_summary_is_what_the_stage_replays(tmp_path):
     out = tmp_path / "captured.json"
     assert captured.main(["--captured", str(CORPUS), "--tune", str(ROOT / "reports/tune_captured.json"),
-                          "--out", str(out)]) == 0
+                          "--library", str(ROOT / "data/library"), "--out", str(out)]) == 0
     report = json.loads(out.read_text())
     assert report == json.loads((ROOT / "reports/captured.json").read_text())
+    attorch = report["libraries"]["attorch"]  # a stranger's library: its capture, tune and own tests
+    assert (attorch["kernels"], attorch["dropped"], attorch["tune"]["faster"]) == (23, 12, 4)
+    assert attorch["tests"]["passed_stock"] <= attorch["tests"]["collected"]
+    assert captured_metrics(report)["library"]["attorch"]["tests_collected"] == attorch["tests"]["collected"]
     assert report["total"]["workloads"] >= 3 and report["total"]["distinct_ptx"] >= 150
     flex = report["workloads"]["flex"]
     assert flex["triton_share"]["train"] > 0.5  # the workload where Triton carries most of the time
@@ -63,7 +67,7 @@ def test_tune_and_e2e_records_become_metrics(tmp_path):
     out = tmp_path / "captured.json"
     assert captured.main(["--captured", str(d), "--out", str(out)]) == 0
     m = captured_metrics(json.loads(out.read_text()))
-    assert m["capture"]["flex"] == {"kernels": 7, "distinct_ptx": 7}
+    assert m["capture"]["flex"] == {"kernels": 7, "distinct_ptx": 7, "dropped": 1}  # its one unmapped launch
     assert m["tune"]["flex"]["faster"] == 1 and m["tune"]["flex"]["time_geomean"] == pytest.approx(1.1)
     assert m["e2e"]["flex"] == {"speedup": 1.02, "outputs_equal": True, "swapped": 3, "db_entries": None}
 
