@@ -50,6 +50,10 @@ def _same_numbers(ours, theirs, where: str = "metrics") -> None:
         assert isinstance(ours, dict) and ours.keys() == theirs.keys(), where
         for k in theirs:
             _same_numbers(ours[k], theirs[k], f"{where}.{k}")
+    elif isinstance(theirs, list):
+        assert isinstance(ours, list) and len(ours) == len(theirs), where
+        for i, (a, b) in enumerate(zip(ours, theirs, strict=True)):
+            _same_numbers(a, b, f"{where}[{i}]")
     elif isinstance(theirs, float) and isinstance(ours, float):
         assert math.isclose(ours, theirs, rel_tol=1e-12), (where, ours, theirs)
     else:
