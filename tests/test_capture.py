@@ -19,7 +19,7 @@ from chronos.kernels.spec import load_specs
 from chronos.measure.inputs import draw_inputs
 from chronos.toolchain import assemble
 from chronos.triton import capture as recorder
-from tests.triton.test_hook import add_kernel, compile_add
+from tests.triton.test_hook import add_kernel, compile_into_capture_cache
 
 
 class FakeJIT:
@@ -35,10 +35,7 @@ class FakeJIT:
 @pytest.fixture
 def captured(tmp_path, monkeypatch):
     """One add_kernel launch recorded through the JIT wrapper, its compile in the capture's Triton cache."""
-    out = tmp_path / "cap"
-    monkeypatch.setenv("TRITON_CACHE_DIR", str(out / ".triton_cache"))
-    with triton.knobs.cache.scope():
-        kernel = compile_add()
+    out, kernel = compile_into_capture_cache(tmp_path, monkeypatch)
 
     def launch(self, x, y, o, n, BLOCK, *, grid, warmup):
         o.copy_(x + y)

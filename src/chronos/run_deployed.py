@@ -28,6 +28,7 @@ from pathlib import Path
 from chronos.errors import ChronosError
 from chronos.triton import bootstrap
 from chronos.triton.deploy_env import ENV_MODE, ENV_STATS
+from chronos.triton.hook import ENV_DB
 
 OUTCOMES = ("swapped", "cached", "missed", "rejected", "cached_stock")
 
@@ -59,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         env = bootstrap.environment(stats_dir / "boot", "chronos.triton.deploy_env:start_from_env", env)
         cache = (args.cache_dir or default_cache_dir()).expanduser().resolve()
-        env.update({"CHRONOS_TUNED": str(db), ENV_MODE: args.mode, ENV_STATS: str(stats_dir),
+        env.update({ENV_DB: str(db), ENV_MODE: args.mode, ENV_STATS: str(stats_dir),
                     "TRITON_CACHE_DIR": str(cache / "triton"),
                     "TORCHINDUCTOR_CACHE_DIR": str(cache / "inductor")})
         rc = _spawn(cmd, env)

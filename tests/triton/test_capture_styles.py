@@ -26,7 +26,7 @@ from chronos.kernels.spec import load_specs
 from chronos.triton import capture as recorder
 from chronos.triton import capture_launch
 
-from .test_hook import compile_add
+from .test_hook import compile_into_capture_cache
 
 
 @triton.jit
@@ -39,10 +39,7 @@ def add_kernel(x, y, out, n, BLOCK: tl.constexpr):  # the same body as test_hook
 @pytest.fixture
 def patched(tmp_path, monkeypatch):
     """Triton's launch classes patched by the recorder over a CPU launch; restored afterwards."""
-    out = tmp_path / "cap"
-    monkeypatch.setenv("TRITON_CACHE_DIR", str(out / ".triton_cache"))
-    with triton.knobs.cache.scope():
-        kernel = compile_add()
+    out, kernel = compile_into_capture_cache(tmp_path, monkeypatch)
     launches = []
 
     def cpu_launch(self, *args, grid, warmup, **kwargs):

@@ -37,6 +37,15 @@ def compile_add(fn=add_kernel, block: int = 128):
                           target=GPUTarget("cuda", 90, 32))
 
 
+def compile_into_capture_cache(tmp_path, monkeypatch):
+    """(a capture folder, add_kernel compiled into that capture's Triton cache), as `chronos capture` gives
+    every process of a workload."""
+    out = tmp_path / "cap"
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(out / ".triton_cache"))
+    with triton.knobs.cache.scope():
+        return out, compile_add()
+
+
 def tune(stock_ptx: str, reqntid: str = "128") -> str:
     """A real variation that Triton's ptxas assembles: a register budget and L2-only (.cg) loads."""
     assert ".reqntid 128\n" in stock_ptx and "ld.global.b32" in stock_ptx
