@@ -1,6 +1,6 @@
 """Give the committed captured corpus its captured inputs again, from a recapture on the device (#13).
 
-    python3 scripts/adopt_inputs.py RECAPTURE_DIR CORPUS_DIR [--respec-invalid] [--out adopt.json]
+    python3 scripts/adopt_inputs.py RECAPTURE_DIR CORPUS_DIR [--respec-invalid] [--add-missing] [--out F]
 
 The inputs that `chronos capture` records are git-ignored (size), so a clone's corpus verifies on fresh
 draws only. A recapture of the same workload on the same software compiles the same kernels (their names
@@ -11,7 +11,10 @@ to the path the corpus spec names, then read back
 through the spec (`captured_data`: a file that does not fit its argument is removed and counted). Nothing
 of the corpus's specs changes, except with --respec-invalid: a kernel whose tune part records an invalid
 baseline takes the recapture's arguments (a fixed capture, e.g. integer ranges taken over a tensor's own
-elements) and its part is removed, so that `chronos tune --retry-invalid` measures it again. Prints and
+elements) and its part is removed, so that `chronos tune --retry-invalid` measures it again; and with
+--add-missing, a recaptured kernel whose launch the corpus lacks (a launch an older capture could not map,
+now mapped) joins the corpus with its spec, PTX, Triton identity and inputs, and the corpus's capture.json
+takes the recapture's list of dropped launches (the added kernels are named under `added`). Prints and
 writes (--out) what it did per outcome.
 """
 
@@ -104,16 +107,50 @@ def adopt(recap: Path, corpus: Path) -> dict:
     return dict(outcome)
 
 
+def add_missing(recap: Path, corpus: Path) -> list[str]:
+    """Recaptured kernels whose launch no corpus kernel has join the corpus (see the module's doc)."""
+    ours = load_specs(corpus / "specs.json")
+    known = {(_launch_key(s), _code(read_ptx(corpus / "specs.json", s))) for s in ours}
+    raw_theirs = {k["kernel"]: k for k in _raw(recap)}
+    added = [s for s in load_specs(recap / "specs.json") if s.kernel not in {o.kernel for o in ours}
+             and (_launch_key(s), _code(read_ptx(recap / "specs.json", s))) not in known]
+    if not added:
+        return []
+    triton_ids = {c: json.loads((c / "triton.json").read_text()) for c in (recap, corpus)}
+    for s in added:
+        rel = raw_theirs[s.kernel]
+        for name in [rel["ptx"], *(a["data"] for a in rel["args"] if a.get("data"))]:
+            if (recap / name).is_file():
+                (corpus / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(recap / name, corpus / name)
+        triton_ids[corpus][s.kernel] = triton_ids[recap][s.kernel]
+    (corpus / "specs.json").write_text(json.dumps(_raw(corpus) + [raw_theirs[s.kernel] for s in added],
+                                                  indent=1) + "\n")
+    (corpus / "triton.json").write_text(json.dumps(triton_ids[corpus], indent=1, sort_keys=True) + "\n")
+    cap, theirs = (json.loads((c / "capture.json").read_text()) for c in (corpus, recap))
+    for key in ("dropped", "dropped_launches", "unmapped"):
+        cap[key] = theirs.get(key, [] if key != "dropped_launches" else 0)
+    names = {s.kernel for s in added}
+    cap["per_kernel"] += [k for k in theirs["per_kernel"] if k["kernel"] in names]
+    cap["kernels"] = len(ours) + len(added)
+    cap["added"] = sorted(names)
+    (corpus / "capture.json").write_text(json.dumps(cap, indent=1) + "\n")
+    return sorted(names)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("recapture", type=Path)
     ap.add_argument("corpus", type=Path)
     ap.add_argument("--respec-invalid", action="store_true")
+    ap.add_argument("--add-missing", action="store_true")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     result = {"corpus": str(args.corpus), "recapture": str(args.recapture)}
     if args.respec_invalid:
         result["respecified"] = respec_invalid(args.recapture, args.corpus)
+    if args.add_missing:
+        result["added"] = add_missing(args.recapture, args.corpus)
     result["inputs"] = adopt(args.recapture, args.corpus)
     print(f"adopt {args.corpus}: {json.dumps(result)}")
     if args.out:

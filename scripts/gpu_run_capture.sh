@@ -5,7 +5,8 @@
 #   recapture chronos capture of each workload in WORKLOADS again (inputs kept; to /tmp/recap/<w>), and
 #             scripts/adopt_inputs.py gives data/kernels/captured/<w> those captured inputs (identical PTX
 #             only; a kernel whose tune part has an invalid baseline takes the recapture's spec and is tuned
-#             again: TUNE_EXTRA=--retry-invalid). The inputs stay on the device (git-ignored, size): a tune
+#             again: TUNE_EXTRA=--retry-invalid; ADOPT_EXTRA=--add-missing: a recaptured kernel the corpus
+#             lacks, a launch it could not map before, joins it and is tuned next). The inputs stay on the device (git-ignored, size): a tune
 #             with TUNE_EXTRA=--reconfirm-captured in the same call verifies the deployed sets on them
 #   tune      chronos tune of each captured workload (gpu backend, Triton's ptxas), TUNE_BUDGET seconds each
 #             at most, less when the call's DEADLINE (seconds from the start) would not leave E2E_RESERVE;
@@ -73,7 +74,7 @@ print(json.dumps(d, indent=1))" > $d/profile.json ;;
         [ -f $d/specs.json ] || python3 -m chronos.cli capture --out $d --workload $w --assemble-only \
           >> "$LOGS/recapture_$w.log" 2>&1
         mv $d $r; mv /tmp/corpus_$w $d
-        python3 scripts/adopt_inputs.py $r $d --respec-invalid --out $LOGS/adopt_$w.json \
+        python3 scripts/adopt_inputs.py $r $d --respec-invalid ${ADOPT_EXTRA:-} --out $LOGS/adopt_$w.json \
           >> "$LOGS/recapture_$w.log" 2>&1
         grep "^capture \|^adopt " "$LOGS/recapture_$w.log" | tail -3 | tee -a $SUMMARY ;;
       tune)

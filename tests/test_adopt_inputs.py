@@ -107,3 +107,27 @@ def test_a_kernel_captured_again_is_found_by_its_launch_under_another_name_and_p
     ptx.write_bytes(gzip.compress(text.encode()))
     _write_inputs(recap, moved)
     assert _module().adopt(recap, corpus) == {"input_adopted": sum(1 for a in k["args"] if a.get("data"))}
+
+
+def test_add_missing_adds_the_recaptures_new_kernel_and_its_drop_list(tmp_path):
+    """A recapture that maps a launch the corpus could not (flex's empty block-mask tensor) adds that kernel,
+    with its PTX and Triton identity, and the corpus takes the recapture's (empty) drop list."""
+    flex = ROOT / "data/kernels/captured/flex"
+    recap = tmp_path / "recap"
+    shutil.copytree(flex, recap, ignore=shutil.ignore_patterns("tune-parts", "*.pt"))
+    cap = json.loads((recap / "capture.json").read_text())
+    cap.update(dropped=[], dropped_launches=0, unmapped=[])
+    (recap / "capture.json").write_text(json.dumps(cap))
+    kernels = json.loads((flex / "specs.json").read_text())
+    corpus = tmp_path / "corpus"
+    shutil.copytree(flex, corpus, ignore=shutil.ignore_patterns("tune-parts", "*.pt"))
+    (corpus / "specs.json").write_text(json.dumps(kernels[:-1], indent=1) + "\n")
+    (corpus / "ptx" / Path(kernels[-1]["ptx"]).name).unlink()
+    mod = _module()
+    assert mod.add_missing(recap, corpus) == [kernels[-1]["kernel"]]
+    assert json.loads((corpus / "specs.json").read_text()) == kernels
+    assert (corpus / kernels[-1]["ptx"]).is_file()
+    after = json.loads((corpus / "capture.json").read_text())
+    assert after["dropped_launches"] == 0 and after["unmapped"] == []
+    assert after["added"] == [kernels[-1]["kernel"]]
+    assert mod.add_missing(recap, corpus) == []  # nothing left to add: a second run changes nothing

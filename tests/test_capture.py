@@ -202,12 +202,6 @@ def test_roles_and_fresh_draws_keep_values_valid():
     assert (args[3].role, args[3].init) == ("inout", "uniform(0.5,0.5)")
 
 
-def test_overlapping_arguments_are_refused():
-    rec = {"args": [_t("a"), _t("b", ptr=4096 + 128)]}
-    assert "overlap" in capture._aliases(rec)
-    assert capture._aliases({"args": [_t("a"), _t("b", ptr=4096 + 256)]}) is None
-
-
 def test_an_inductor_launch_records_inductors_grid_and_mutations(tmp_path):
     class Autotuner:
         triton_meta = {  # noqa: RUF012 - a fake of Inductor's class

@@ -1,5 +1,7 @@
 """attorch's own tests, stock and under `chronos run --db`, from the junit files of one device call, into
-data/library/attorch/acceptance.json (read by stage `captured`):
+data/library/attorch/acceptance.json (read by stage `captured`). With a second stock run
+(tests_stock2.xml), a test whose outcome stock itself does not repeat is listed as such, and a deployed
+failure counts against Chronos only where both stock runs passed (`failed_tuned_only`):
 
     python experiments/attorch/acceptance.py LOGS_DIR --out data/library/attorch/acceptance.json
 """
@@ -18,7 +20,8 @@ def outcomes(junit: Path) -> dict[str, str]:
     for case in ET.parse(junit).getroot().iter("testcase"):
         name = f"{case.get('classname')}::{case.get('name')}"
         kinds = {child.tag for child in case}
-        out[name] = "failed" if kinds & {"failure", "error"} else "skipped" if "skipped" in kinds else "passed"
+        failed = bool(kinds & {"failure", "error"})
+        out[name] = "failed" if failed else "skipped" if "skipped" in kinds else "passed"
     return out
 
 
@@ -29,15 +32,25 @@ def main() -> None:
     ap.add_argument("--command", default="")
     args = ap.parse_args()
     stock, tuned = outcomes(args.logs / "tests_stock.xml"), outcomes(args.logs / "tests_tuned.xml")
+    repeat = args.logs / "tests_stock2.xml"
+    stock2 = outcomes(repeat) if repeat.is_file() else stock
     stats = json.loads((args.logs / "tests_run_stats.json").read_text())
-    failed = {k: sorted(n for n, v in d.items() if v == "failed") for k, d in (("stock", stock), ("tuned", tuned))}
+    failed = {k: sorted(n for n, v in d.items() if v == "failed")
+              for k, d in (("stock", stock), ("stock2", stock2), ("tuned", tuned))}
     record = {
         "collected": len(stock), "collected_tuned": len(tuned),
         "passed_stock": sum(v == "passed" for v in stock.values()),
         "passed_tuned": sum(v == "passed" for v in tuned.values()),
         "failed_stock": failed["stock"], "failed_tuned": failed["tuned"],
+        "stock_repeated": repeat.is_file(),
+        "passed_stock_repeat": sum(v == "passed" for v in stock2.values()),
+        "failed_stock_repeat": failed["stock2"],
+        "stock_unrepeatable": sorted(n for n in stock if stock[n] != stock2.get(n)),
+        "failed_tuned_only": sorted(set(failed["tuned"]) - set(failed["stock"]) - set(failed["stock2"])),
+        "passed_tuned_only": sorted(set(failed["stock"]) & set(failed["stock2"]) - set(failed["tuned"])),
         "deployed": {k: stats[k] for k in ("swapped", "cached", "missed", "rejected", "cached_stock")
-                     if k in stats} | {"tuned_names": sorted(set(stats["swapped_names"] + stats["cached_names"]))},
+                     if k in stats}
+        | {"tuned_names": sorted(set(stats["swapped_names"] + stats["cached_names"]))},
         "provenance": {"versions": (args.logs / "provenance.txt").read_text().splitlines(),
                        "command": args.command},
     }

@@ -2,15 +2,19 @@
 # Device call(s) for issue 25's acceptance test on attorch (third_party/attorch). STEPS picks, in order:
 #   styles   the GPU launch-style test (tests/triton/test_capture_styles.py -m gpu)
 #   capture  chronos capture of experiments/attorch/workload.py into $CAP
+#   recapture  the same into $RECAP; scripts/adopt_inputs.py --add-missing gives $CAP the kernels it lacks
+#            (launches an older capture dropped) with their inputs, and the recapture's drop list
 #   tune     chronos tune $CAP (gpu, Triton's ptxas, --budget $TUNE_BUDGET s) -> $CAP/tuned.sqlite
 #   runwl    the workload stock and under `chronos run --db` (one-line summary, stats JSON)
-#   tests    attorch's own tests (TESTS) stock, then under `chronos run --db $CAP/tuned.sqlite`
+#   tests    attorch's own tests (TESTS) stock twice and under `chronos run --db $CAP/tuned.sqlite`, the three
+#            runs at once (a second stock run shows which outcomes stock itself does not repeat)
 # Everything (the capture without inputs/caches, tune parts, DB, logs) comes back in $OUT/attorch_$TAG.tgz.
 #   (on the device) STEPS="styles capture tune runwl" TAG=a bash experiments/attorch/device_run.sh
 set -uo pipefail
 python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD/src PYTHONUNBUFFERED=1 CI=true PATH=$PATH:/usr/local/cuda/bin
 OUT=${OUT:-/tmp/out}; TAG=${TAG:-a}; CAP=${CAP:-data/kernels/captured/attorch}; LOGS=$OUT/logs_$TAG
+RECAP=${RECAP:-/tmp/recap_attorch}
 TESTS=${TESTS:-tests/test_rms_norm_layer.py tests/test_layer_norm_layer.py tests/test_softmax_layers.py \
 tests/test_glu_layer.py tests/test_cross_entropy_loss_layer.py tests/test_nll_loss_layer.py tests/test_dropout_layer.py}
 mkdir -p $LOGS
@@ -27,6 +31,10 @@ for s in ${STEPS:-}; do
     capture) $CHRONOS capture --out $CAP --workload attorch --compact -- python3 experiments/attorch/workload.py \
         > $LOGS/capture.log 2>&1; echo "capture exit $?" | tee -a $LOGS/summary.txt
       grep "^capture \|dropped\|^{" $LOGS/capture.log | tail -25 >> $LOGS/summary.txt ;;
+    recapture) rm -rf $RECAP; $CHRONOS capture --out $RECAP --workload attorch --compact -- \
+        python3 experiments/attorch/workload.py > $LOGS/recapture.log 2>&1; echo "recapture exit $?" | tee -a $LOGS/summary.txt
+      grep "^capture \|dropped" $LOGS/recapture.log | tail -5 >> $LOGS/summary.txt
+      python3 scripts/adopt_inputs.py $RECAP $CAP --add-missing --out $LOGS/adopt.json 2>&1 | tail -3 | tee -a $LOGS/summary.txt ;;
     tune) $CHRONOS tune $CAP --backend gpu --ptxas triton --budget ${TUNE_BUDGET:-200} --db $CAP/tuned.sqlite \
         --store $CAP/measurements.sqlite --checkpoint models/checkpoint_best.pt --params params.yaml \
         > $LOGS/tune.log 2>&1; echo "tune exit $?" | tee -a $LOGS/summary.txt
@@ -38,13 +46,16 @@ for s in ${STEPS:-}; do
       grep "chronos run" $LOGS/wl_tuned.log >> $LOGS/summary.txt
       $CHRONOS run --db $CAP/tuned.sqlite --stats $LOGS/run_stats_warm.json -- python3 experiments/attorch/workload.py \
         > $LOGS/wl_tuned_warm.log 2>&1; grep "chronos run" $LOGS/wl_tuned_warm.log >> $LOGS/summary.txt ;;
-    tests) db=$PWD/$CAP/tuned.sqlite
-      (cd third_party/attorch && timeout ${TEST_TIMEOUT:-240} python3 -m pytest -q -p no:cacheprovider --subset \
-         --junitxml=$LOGS/tests_stock.xml $TESTS > $LOGS/tests_stock.log 2>&1; echo "stock tests exit $?") | tee -a $LOGS/summary.txt
-      (cd third_party/attorch && timeout ${TEST_TIMEOUT:-240} python3 -m chronos.cli run --db $db --stats $LOGS/tests_run_stats.json -- \
-         python3 -m pytest -q -p no:cacheprovider --subset --junitxml=$LOGS/tests_tuned.xml $TESTS > $LOGS/tests_tuned.log 2>&1; \
-         echo "tuned tests exit $?") | tee -a $LOGS/summary.txt
-      tail -n 2 $LOGS/tests_stock.log $LOGS/tests_tuned.log >> $LOGS/summary.txt ;;
+    tests) db=$PWD/$CAP/tuned.sqlite; t="timeout ${TEST_TIMEOUT:-240}"
+      py="python3 -m pytest -q -p no:cacheprovider --subset"
+      (cd third_party/attorch
+       $t $py --junitxml=$LOGS/tests_stock.xml $TESTS > $LOGS/tests_stock.log 2>&1 &
+       $t $py --junitxml=$LOGS/tests_stock2.xml $TESTS > $LOGS/tests_stock2.log 2>&1 &
+       $t python3 -m chronos.cli run --db $db --stats $LOGS/tests_run_stats.json -- \
+         $py --junitxml=$LOGS/tests_tuned.xml $TESTS > $LOGS/tests_tuned.log 2>&1 &
+       wait)
+      tail -n 2 $LOGS/tests_stock.log $LOGS/tests_stock2.log $LOGS/tests_tuned.log >> $LOGS/summary.txt
+      grep "chronos run" $LOGS/tests_tuned.log >> $LOGS/summary.txt ;;
   esac
   pack
 done

@@ -38,7 +38,6 @@ from chronos.triton import bootstrap
 from chronos.triton.capture import ENV_DIR, ENV_TENSOR_CAP, ENV_TOTAL_CAP, TENSOR_CAP, TOTAL_CAP
 from chronos.triton.capture_args import (
     CaptureError,
-    _aliases,
     map_args,
     ptx_params,
 )
@@ -262,8 +261,6 @@ def _spec(out: Path, rec: dict, cache: dict, workload: str) -> tuple[KernelSpec,
             "its PTX is not in the capture's Triton cache (compiled before the capture started, "
             "or served from another cache)"
         )
-    if (why := _aliases(rec)) is not None:
-        raise CaptureError(why)
     ptx = item["ptx"].read_text()
     meta = item["meta"]
     module = parse(ptx, file=str(item["ptx"]))

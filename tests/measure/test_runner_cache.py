@@ -69,3 +69,13 @@ def test_kernels_sharing_a_cubin_launch_on_their_own_grids():
 def test_reference_outputs_are_keyed_by_the_spec_too():
     specs = {s.kernel: s for s in load_specs(SPECS)}
     assert _launch_key(specs["attention_d128_kv512"]) != _launch_key(specs["attention_d128_kv4096"])
+
+
+def test_an_alias_argument_is_its_buffers_pointer_plus_its_offset():
+    from chronos.kernels.spec import ArgSpec, KernelSpec
+
+    spec = KernelSpec(kernel="k", family="captured", entry="k", ptx="k.ptx", grid=(1, 1, 1), block=(32, 1, 1),
+                      args=(ArgSpec("b", "buffer", "f32", elements=64, role="inout"),
+                            ArgSpec("v", "alias", "f32", elements=8, alias_of="b", offset=128),
+                            ArgSpec("s", "null", "u64", role="null"))).validate()
+    assert [int(x) for x in _runner()._args(spec, {"b": 1 << 20})] == [1 << 20, (1 << 20) + 128, 0]

@@ -88,6 +88,44 @@ def _(x):
     return torch.empty_like(x)
 
 
+@triton.jit
+def axpy_aliased(x, bias, out, pre, n, HAS_BIAS: tl.constexpr, SAVE_PRE: tl.constexpr, BLOCK: tl.constexpr):
+    """attorch's linear launch: an absent bias is passed as the input, an unkept pre-activation as the
+    output (one tensor, two parameters)."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    v = tl.load(x + offs, mask=m) * 3.0
+    if HAS_BIAS:
+        v += tl.load(bias + offs, mask=m)
+    if SAVE_PRE:
+        tl.store(pre + offs, v, mask=m)
+    tl.store(out + offs, v, mask=m)
+
+
+@triton.jit
+def with_empty_arg(x, blocks, out, n, HAS_BLOCKS: tl.constexpr, BLOCK: tl.constexpr):
+    """FlexAttention's block mask without full blocks: an empty tensor the kernel never reads."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    v = tl.load(x + offs, mask=m)
+    if HAS_BLOCKS:
+        v += tl.load(blocks + offs % 4)
+    tl.store(out + offs, v - 1.0, mask=m)
+
+
+def _inductor_templates() -> None:
+    """Inductor's Triton templates: an mm (max-autotune, Triton backend) and FlexAttention."""
+    from torch._inductor import config
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+    with config.patch(max_autotune_gemm_backends="TRITON"):
+        a = torch.randn(512, 512, device="cuda", dtype=torch.float16)
+        torch.compile(lambda p, q: p @ q, mode="max-autotune-no-cudagraphs")(a, a)
+    q = torch.randn(1, 2, 256, 64, device="cuda", dtype=torch.float16)
+    mask = create_block_mask(lambda b, h, qi, ki: qi >= ki, 1, 1, 256, 256, device="cuda")
+    torch.compile(flex_attention)(q, q, q, block_mask=mask)
+
+
 def main() -> None:
     n = 1 << 16
     x = torch.randn(n, device="cuda")
@@ -101,6 +139,10 @@ def main() -> None:
     xs = x.clone().requires_grad_()
     Square.apply(xs).sum().backward()
     negate(x)
+    grid = (triton.cdiv(n, 1024),)
+    axpy_aliased[grid](x, x, out, out, n, HAS_BIAS=False, SAVE_PRE=False, BLOCK=1024)
+    with_empty_arg[grid](x, torch.empty(0, device="cuda"), out, n, HAS_BLOCKS=False, BLOCK=1024)
+    _inductor_templates()
     torch.compile(lambda a: (a.sin() * 2).sum(dim=-1))(x.view(256, 256))  # Inductor: pointwise + reduction
     torch.cuda.synchronize()
     print("launch styles: done")

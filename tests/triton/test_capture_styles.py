@@ -168,9 +168,15 @@ def test_every_launch_style_is_captured_on_a_gpu(tmp_path):
     assert res.returncode == 0 and summary["dropped"] == [], (res.stderr[-3000:], summary["dropped"])
     functions = {k["kernel"].rsplit("_", 2)[0] for k in summary["per_kernel"]}
     for name in ("scale_opts", "rowsum_autotuned", "shift_heuristic", "square_fwd", "square_bwd",
-                 "negate_op_kernel"):
+                 "negate_op_kernel", "axpy_aliased", "with_empty_arg"):
         assert name in functions, (name, functions)
     assert any(k["source"] == "inductor" for k in summary["per_kernel"])
+    templates = {k["kernel"] for k in summary["per_kernel"] if k["kernel"].startswith("triton_tem_")}
+    assert any("mm" in t for t in templates) and any("flex" in t for t in templates), templates
+    specs = {s.entry: s for s in load_specs(out / "specs.json")}
+    aliased = [(a.name, a.alias_of) for a in specs["axpy_aliased"].args if a.kind == "alias"]
+    assert [n for _, n in aliased] == [specs["axpy_aliased"].args[0].name, specs["axpy_aliased"].args[2].name]
+    assert specs["with_empty_arg"].args[1].kind == "null"
     blocks = {tuple(s.block) for s in load_specs(out / "specs.json") if s.entry == "scale_opts"}
     assert blocks == {(32, 1, 1), (256, 1, 1)}  # num_warps=1 and 8, as launched
     assert summary["autotune_benchmark_launches"].get("rowsum_autotuned", 0) > 0

@@ -4,8 +4,11 @@ A spec names the PTX file and entry, the launch geometry, and every entry parame
 (dtype, element count, role, how to initialise inputs) and scalars (a fixed value). An input may name `data`,
 a .npy of contents captured from a real launch (chronos capture): draw 0 uses it, later draws its init.
 `null` arguments are pointers the kernel never dereferences in this launch (Triton's two hidden scratch
-pointers) and are passed as 0. `alignment` is the contract on pointer parameters (bytes), which the
-transforms may rely on (it is copied into `Module.align_contract`); a runner must allocate so that it holds.
+pointers, an empty tensor) and are passed as 0. `alias` arguments point into another buffer argument of
+the same launch (`alias_of`, at byte `offset`): a launch that passes one tensor to two parameters (a
+library handing its input in as the absent bias) is reproduced as it ran, on one allocation.
+`alignment` is the contract on pointer parameters (bytes), which the transforms may rely on (it is copied
+into `Module.align_contract`); a runner must allocate so that it holds.
 
 Specs serialise to plain JSON (`to_json` / `from_json`); a family's specs live in one `specs.json` beside
 its PTX files.
@@ -32,13 +35,15 @@ class ArgSpec:
     """One entry parameter, in PTX parameter order."""
 
     name: str
-    kind: str  # "buffer" | "scalar" | "null"
+    kind: str  # "buffer" | "scalar" | "null" | "alias"
     dtype: str
     elements: int = 0  # buffers: element count
     role: str = "input"  # buffers: input | output | inout
     init: str = "uniform(-1,1)"  # buffers: how inputs are drawn (fresh per draw, seeded)
     value: float | int | None = None  # scalars
     data: str | None = None  # inputs: a .npy of captured contents (relative to specs.json), used as draw 0
+    alias_of: str | None = None  # aliases: the buffer argument this pointer points into
+    offset: int | None = None  # aliases: its byte offset from that buffer's start
 
     @property
     def nbytes(self) -> int:
@@ -46,8 +51,8 @@ class ArgSpec:
 
     def validate(self, kernel: str) -> None:
         where = f"{kernel}: argument {self.name!r}"
-        if self.kind not in ("buffer", "scalar", "null"):
-            raise SpecError(f"{where}: kind must be buffer, scalar or null, not {self.kind!r}")
+        if self.kind not in ("buffer", "scalar", "null", "alias"):
+            raise SpecError(f"{where}: kind must be buffer, scalar, null or alias, not {self.kind!r}")
         if self.dtype not in DTYPES:
             raise SpecError(f"{where}: unknown dtype {self.dtype!r}")
         if self.kind == "buffer":
@@ -57,6 +62,11 @@ class ArgSpec:
                 raise SpecError(f"{where}: bad init {self.init!r}")
         if self.kind == "scalar" and self.value is None:
             raise SpecError(f"{where}: a scalar needs a value")
+        if (self.kind == "alias") != (self.alias_of is not None):
+            raise SpecError(f"{where}: an alias (and only an alias) names the buffer it points into")
+        bad_offset = not isinstance(self.offset, int) or self.offset < 0
+        if self.kind == "alias" and (self.elements <= 0 or bad_offset):
+            raise SpecError(f"{where}: an alias needs elements > 0 and a byte offset >= 0")
 
 
 @dataclass(frozen=True)
@@ -94,6 +104,12 @@ class KernelSpec:
         names = [a.name for a in self.args]
         if len(set(names)) != len(names):
             raise SpecError(f"{self.kernel}: duplicate argument names")
+        buffers = {a.name: a for a in self.args if a.kind == "buffer"}
+        for a in self.args:
+            if a.kind == "alias" and (a.alias_of not in buffers
+                                      or a.offset + a.nbytes > buffers[a.alias_of].nbytes):
+                raise SpecError(f"{self.kernel}: alias {a.name!r} must lie inside buffer argument "
+                                f"{a.alias_of!r}")
         return self
 
     def to_json(self) -> dict:

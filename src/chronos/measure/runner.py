@@ -89,7 +89,8 @@ class _Kernel:
         self.func = self.module.get_function(spec.entry)
         if spec.shared_bytes > 48 * 1024:
             self.func.set_attribute(drv.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, spec.shared_bytes)
-        codes = "".join("P" if a.kind in ("buffer", "null") else _TYPECODE[a.dtype] for a in spec.args)
+        pointers = ("buffer", "null", "alias")
+        codes = "".join("P" if a.kind in pointers else _TYPECODE[a.dtype] for a in spec.args)
         self.func.prepare(codes + ("P" if extra_ptr else ""))
         self.spec = spec
 
@@ -184,6 +185,8 @@ class GpuRunner:
         for a in spec.args:
             if a.kind == "buffer":
                 out.append(np.uintp(int(bufs[a.name])))
+            elif a.kind == "alias":
+                out.append(np.uintp(int(bufs[a.alias_of]) + a.offset))
             elif a.kind == "null":
                 out.append(np.uintp(0))
             else:

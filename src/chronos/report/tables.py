@@ -213,6 +213,9 @@ def captured_metrics(captured: dict | None) -> dict:
                 "unmeasured", 0) - tune.get("skipped", 0), "faster": tune.get("faster", 0),
             "time_geomean": tune.get("time_geomean"), "tests_collected": tests["collected"],
             "tests_passed_stock": tests["passed_stock"], "tests_passed_tuned": tests["passed_tuned"]}
+        if "failed_tuned_only" in tests:  # a second stock run tells stock's own flakes from Chronos's
+            out["library"][name] |= {"tests_passed_stock_repeat": tests["passed_stock_repeat"],
+                                     "tests_failed_tuned_only": len(tests["failed_tuned_only"])}
     return out
 
 

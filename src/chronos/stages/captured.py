@@ -110,6 +110,8 @@ def library_summary(d: Path) -> dict:
     acc = read_json(d / "acceptance.json", "library acceptance record")
     out["tests"] = {k: acc[k] for k in ("collected", "passed_stock", "passed_tuned", "failed_stock",
                                         "failed_tuned", "deployed")}
+    out["tests"] |= {k: acc[k] for k in ("stock_repeated", "passed_stock_repeat", "stock_unrepeatable",
+                                         "failed_tuned_only", "passed_tuned_only") if k in acc}
     return out
 
 

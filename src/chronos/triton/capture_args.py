@@ -3,8 +3,8 @@ which PTX parameter, with what role, alignment contract and verification draws."
 
 from __future__ import annotations
 
-import itertools
 import math
+from dataclasses import replace
 
 from chronos.errors import ChronosError
 from chronos.kernels.spec import DTYPES, ArgSpec
@@ -75,7 +75,29 @@ def map_args(record: dict, params: list[tuple[str, str, bool]]) -> tuple[list[Ar
     out = [_arg_spec(a, p) for a, p in zip(fits, params)]
     out += [ArgSpec(name=p[0], kind="null", dtype="u64", role="null") for p in params[len(fits) :]]
     alignment = {p[0]: 16 for a, p in zip(fits, params) if a["kind"] == "tensor" and a.get("align16")}
-    return out, alignment
+    return _with_aliases(out, fits, alignment), alignment
+
+
+def _with_aliases(out: list[ArgSpec], fits: list[dict], alignment: dict[str, int]) -> list[ArgSpec]:
+    """Tensors that alias another become `alias` arguments into its buffer, which takes both roles (read
+    and written through either pointer: inout). The runner allocates buffers 256-byte aligned, so an alias
+    keeps the 16-byte alignment Triton specialised it on only at an offset that is a multiple of 16."""
+    held = aliases(fits)
+    if not held:
+        return out
+    param = {a["name"]: spec.name for a, spec in zip(fits, out)}
+    by_param = {spec.name: i for i, spec in enumerate(out)}
+    for name, (holder, offset) in held.items():
+        i, h = by_param[param[name]], by_param[param[holder]]
+        if alignment.get(out[i].name) and offset % 16:
+            raise CaptureError(f"argument {name} is 16-byte aligned at offset {offset} into {holder}, "
+                               "which a 256-byte aligned allocation cannot reproduce")
+        out[i] = replace(out[i], kind="alias", alias_of=out[h].name, offset=offset, role="input",
+                         init="uniform(-1,1)", data=None)
+        if out[h].role != "inout":
+            fit = next(a for a in fits if a["name"] == holder)
+            out[h] = replace(out[h], role="inout", init=_fresh_draw(fit), data=fit.get("data"))
+    return out
 
 
 def _arg_spec(a: dict, param: tuple[str, str, bool]) -> ArgSpec:
@@ -85,6 +107,10 @@ def _arg_spec(a: dict, param: tuple[str, str, bool]) -> ArgSpec:
         if dtype is None or not isinstance(a["value"], (int, float)):
             raise CaptureError(f"scalar {a['name']}={a['value']!r} as PTX .{ptx_type} is not supported")
         return ArgSpec(name=name, kind="scalar", dtype=dtype, value=a["value"])
+    if a.get("dtype") is not None and a["elements"] == 0:
+        # an empty tensor (FlexAttention's block mask without full blocks): the kernel cannot read it, and
+        # its pointer is passed as 0, as torch passes an empty tensor's
+        return ArgSpec(name=name, kind="null", dtype="u64", role="null")
     if a.get("dtype") is None or a["elements"] <= 0:
         raise CaptureError(
             f"tensor {a['name']} ({a.get('torch_dtype')}, strides {a.get('strides')}) "
@@ -124,13 +150,26 @@ def _fresh_draw(a: dict) -> str:
     return "zeros"
 
 
-def _aliases(record: dict) -> str | None:
-    spans = sorted(
-        (a["ptr"], a["ptr"] + a["elements"] * DTYPES[a["dtype"]], a["name"])
-        for a in record["args"]
-        if a["kind"] == "tensor" and a.get("elements", 0) > 0 and a.get("dtype")
+def _tensor_spans(args: list[dict]) -> list[tuple[int, int, str]]:
+    return sorted(
+        ((a["ptr"], a["ptr"] + a["elements"] * DTYPES[a["dtype"]], a["name"]) for a in args
+         if a["kind"] == "tensor" and a.get("elements", 0) > 0 and a.get("dtype")),
+        key=lambda s: (s[0], -s[1]),
     )
-    for (s0, e0, n0), (s1, _, n1) in itertools.pairwise(spans):
-        if s1 < e0:
-            return f"arguments {n0} and {n1} overlap in memory (a spec allocates each buffer apart)"
-    return None
+
+
+def aliases(args: list[dict]) -> dict[str, tuple[str, int]]:
+    """{argument: (the argument whose span holds it, byte offset)} for tensors that share memory with an
+    earlier-starting (or equal but longer) one: attorch passes its input as the absent bias. Two spans that
+    overlap without one holding the other cannot be one buffer plus a view of it: CaptureError."""
+    out: dict[str, tuple[str, int]] = {}
+    base = None
+    for start, end, name in _tensor_spans(args):
+        if base is not None and start < base[1]:
+            if end > base[1]:
+                raise CaptureError(f"arguments {base[2]} and {name} overlap in memory without one holding "
+                                   "the other (a spec reproduces a buffer and views inside it)")
+            out[name] = (base[2], start - base[0])
+        else:
+            base = (start, end, name)
+    return out
