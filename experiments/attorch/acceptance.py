@@ -15,13 +15,26 @@ from pathlib import Path
 
 
 def outcomes(junit: Path) -> dict[str, str]:
-    """{test id: passed | failed | skipped} from a pytest junit XML file."""
+    """{test id: passed | failed | skipped} from a pytest junit XML file and its `.extra` sibling (a second
+    set of tests run under its own timeout), when there is one."""
     out = {}
-    for case in ET.parse(junit).getroot().iter("testcase"):
+    extra = junit.with_suffix(".extra.xml")
+    cases = [c for f in (junit, extra) if f.is_file() for c in ET.parse(f).getroot().iter("testcase")]
+    for case in cases:
         name = f"{case.get('classname')}::{case.get('name')}"
         kinds = {child.tag for child in case}
         failed = bool(kinds & {"failure", "error"})
         out[name] = "failed" if failed else "skipped" if "skipped" in kinds else "passed"
+    return out
+
+
+def _merged_stats(logs: Path) -> dict:
+    """`chronos run --stats` of the deployed run(s): counts added, names joined."""
+    out: dict = {}
+    for f in sorted(logs.glob("tests_run_stats*.json")):
+        for k, v in json.loads(f.read_text()).items():
+            if isinstance(v, (int, list)) and not isinstance(v, bool):
+                out[k] = out.get(k, 0 if isinstance(v, int) else []) + v
     return out
 
 
@@ -34,7 +47,7 @@ def main() -> None:
     stock, tuned = outcomes(args.logs / "tests_stock.xml"), outcomes(args.logs / "tests_tuned.xml")
     repeat = args.logs / "tests_stock2.xml"
     stock2 = outcomes(repeat) if repeat.is_file() else stock
-    stats = json.loads((args.logs / "tests_run_stats.json").read_text())
+    stats = _merged_stats(args.logs)
     failed = {k: sorted(n for n, v in d.items() if v == "failed")
               for k, d in (("stock", stock), ("stock2", stock2), ("tuned", tuned))}
     record = {

@@ -5,9 +5,11 @@
 #   recapture  the same into $RECAP; scripts/adopt_inputs.py --add-missing gives $CAP the kernels it lacks
 #            (launches an older capture dropped) with their inputs, and the recapture's drop list
 #   tune     chronos tune $CAP (gpu, Triton's ptxas, --budget $TUNE_BUDGET s) -> $CAP/tuned.sqlite
+#   safety   experiments/attorch/deploy_safety.py: a forged DB and another driver on a warm cache deploy stock
 #   runwl    the workload stock and under `chronos run --db` (one-line summary, stats JSON)
 #   tests    attorch's own tests (TESTS) stock twice and under `chronos run --db $CAP/tuned.sqlite`, the three
-#            runs at once (a second stock run shows which outcomes stock itself does not repeat)
+#            runs at once (a second stock run shows which outcomes stock itself does not repeat); TESTS_EXTRA
+#            (with -k TESTS_EXTRA_K) as a second set of three, under its own timeout
 # Everything (the capture without inputs/caches, tune parts, DB, logs) comes back in $OUT/attorch_$TAG.tgz.
 #   (on the device) STEPS="styles capture tune runwl" TAG=a bash experiments/attorch/device_run.sh
 set -uo pipefail
@@ -23,6 +25,16 @@ mkdir -p $LOGS
 pack() { tar czf $OUT/attorch_$TAG.tgz --exclude='*/inputs' --exclude='*/.triton_cache' --exclude='*/.inductor_cache' \
   --exclude='*/.bootstrap' $CAP 2>/dev/null; }
 CHRONOS="python3 -m chronos.cli"
+# three() SUFFIX [PYTEST ARGS]: the tests stock, stock again and under `chronos run --db`, all at once, in the
+# background (junit files tests_{stock,stock2,tuned}SUFFIX.xml); TESTS_EXTRA runs as a second such set,
+# with its own timeout, so that a slow extra set cut off by it loses only its own files
+three() {
+  local sfx=$1 py="python3 -m pytest -q -p no:cacheprovider --subset" t="timeout ${TEST_TIMEOUT:-240}"; shift
+  $t $py --junitxml=$LOGS/tests_stock$sfx.xml "$@" > $LOGS/tests_stock$sfx.log 2>&1 &
+  $t $py --junitxml=$LOGS/tests_stock2$sfx.xml "$@" > $LOGS/tests_stock2$sfx.log 2>&1 &
+  $t python3 -m chronos.cli run --db $PWD/../../$CAP/tuned.sqlite --stats $LOGS/tests_run_stats$sfx.json -- \
+    $py --junitxml=$LOGS/tests_tuned$sfx.xml "$@" > $LOGS/tests_tuned$sfx.log 2>&1 &
+}
 for s in ${STEPS:-}; do
   echo "== $s $(date -u +%T) ($SECONDS s)" | tee -a $LOGS/summary.txt
   case $s in
@@ -40,22 +52,20 @@ for s in ${STEPS:-}; do
         > $LOGS/tune.log 2>&1; echo "tune exit $?" | tee -a $LOGS/summary.txt
       tail -40 $LOGS/tune.log >> $LOGS/summary.txt
       $CHRONOS tuned show $CAP/tuned.sqlite >> $LOGS/summary.txt 2>&1 ;;
+    safety) python3 experiments/attorch/deploy_safety.py $CAP/tuned.sqlite --out $LOGS/safety.json > $LOGS/safety.log 2>&1
+      echo "safety exit $?" | tee -a $LOGS/summary.txt; tail -12 $LOGS/safety.log >> $LOGS/summary.txt ;;
     runwl) python3 experiments/attorch/workload.py > $LOGS/wl_stock.log 2>&1; echo "stock exit $?" >> $LOGS/summary.txt
       $CHRONOS run --db $CAP/tuned.sqlite --reasons --stats $LOGS/run_stats.json -- python3 experiments/attorch/workload.py \
         > $LOGS/wl_tuned.log 2>&1; echo "tuned exit $?" >> $LOGS/summary.txt
       grep "chronos run" $LOGS/wl_tuned.log >> $LOGS/summary.txt
       $CHRONOS run --db $CAP/tuned.sqlite --stats $LOGS/run_stats_warm.json -- python3 experiments/attorch/workload.py \
         > $LOGS/wl_tuned_warm.log 2>&1; grep "chronos run" $LOGS/wl_tuned_warm.log >> $LOGS/summary.txt ;;
-    tests) db=$PWD/$CAP/tuned.sqlite; t="timeout ${TEST_TIMEOUT:-240}"
-      py="python3 -m pytest -q -p no:cacheprovider --subset"
-      (cd third_party/attorch
-       $t $py --junitxml=$LOGS/tests_stock.xml $TESTS > $LOGS/tests_stock.log 2>&1 &
-       $t $py --junitxml=$LOGS/tests_stock2.xml $TESTS > $LOGS/tests_stock2.log 2>&1 &
-       $t python3 -m chronos.cli run --db $db --stats $LOGS/tests_run_stats.json -- \
-         $py --junitxml=$LOGS/tests_tuned.xml $TESTS > $LOGS/tests_tuned.log 2>&1 &
+    tests) (cd third_party/attorch
+       three "" $TESTS
+       [ -n "${TESTS_EXTRA:-}" ] && three .extra -k "${TESTS_EXTRA_K:-}" $TESTS_EXTRA
        wait)
-      tail -n 2 $LOGS/tests_stock.log $LOGS/tests_stock2.log $LOGS/tests_tuned.log >> $LOGS/summary.txt
-      grep "chronos run" $LOGS/tests_tuned.log >> $LOGS/summary.txt ;;
+      tail -qn 1 $LOGS/tests_*.log >> $LOGS/summary.txt
+      grep -h "chronos run" $LOGS/tests_tuned*.log >> $LOGS/summary.txt ;;
   esac
   pack
 done

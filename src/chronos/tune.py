@@ -348,10 +348,11 @@ def by_gpu_time(specs: list, profile: dict) -> list:
 
 def write_db(dir_: Path, parts: Path, db_path: Path) -> dict:
     """Faster kernels with a Triton identity -> tuned DB entries; returns counts."""
-    from chronos.kernels.spec import read_ptx_file
+    from chronos.kernels.spec import load_specs, read_ptx_file
     from chronos.triton.tuned_db import TunedDB, make_key
 
     identity = triton_identity(dir_) or {}
+    alignment = {s.kernel: s.alignment for s in load_specs(dir_ / "specs.json")}
     rows = [json.loads(p.read_text()) for p in sorted(parts.glob("*.json"))]
     counts = {"kernels": len(rows), "faster": 0, "not_confirmed": 0, "entries": 0, "no_identity": 0}
     with TunedDB(db_path) as db:
@@ -373,7 +374,8 @@ def write_db(dir_: Path, parts: Path, db_path: Path) -> dict:
             db.put(key, best["actions"], tuned, best["ratio"], tuple(best["ci"]),
                    {"bit_exact": True, "draws": row["verified_draws"], "verdict": best["verdict"],
                     "captured_inputs": row.get("captured_inputs", [])},
-                   {"measured_at": row.get("measured_at", ""), "kernel": row["kernel"]})
+                   {"measured_at": row.get("measured_at", ""), "kernel": row["kernel"],
+                    "alignment": alignment.get(row["kernel"], {})})  # deployment re-derives under it
             counts["entries"] += 1
     return counts
 

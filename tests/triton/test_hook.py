@@ -16,7 +16,8 @@ from triton.compiler import ASTSource
 
 import chronos.triton as ct
 from chronos.errors import ChronosError, ToolchainError
-from chronos.triton import hook
+from chronos.triton import deploy_cache, hook
+from chronos.triton.rederive import derive
 from chronos.triton.tuned_db import TunedDB, TunedDBError, make_key, ptx_identity_sha256
 
 from .test_tuned_db import NOT_A_DB, assert_one_clear_error, not_a_db
@@ -46,11 +47,14 @@ def compile_into_capture_cache(tmp_path, monkeypatch):
         return out, compile_add()
 
 
-def tune(stock_ptx: str, reqntid: str = "128") -> str:
-    """A real variation that Triton's ptxas assembles: a register budget and L2-only (.cg) loads."""
+ACTIONS = ["maxnreg_64", "cache_cg"]
+
+
+def tune(stock_ptx: str) -> str:
+    """A real variation that Triton's ptxas assembles: what a register budget and L2-only (.cg) loads make
+    of the stock PTX (the entry's actions, which deployment re-derives)."""
     assert ".reqntid 128\n" in stock_ptx and "ld.global.b32" in stock_ptx
-    return (stock_ptx.replace(".reqntid 128\n", f".reqntid {reqntid}\n.maxnreg 64\n")
-            .replace("ld.global.b32", "ld.global.cg.b32"))
+    return derive(stock_ptx, ACTIONS, {})
 
 
 @pytest.fixture
@@ -74,7 +78,7 @@ def make_db(path: Path, stock, tuned_ptx: str, **key_fields) -> Path:
     fields = {"gpu": GPU, "driver": DRIVER, "ptxas": hook.triton_ptxas_version(90), **key_fields}
     key = make_key(stock.metadata.hash, stock.asm["ptx"], stock.metadata.name, **fields)
     with TunedDB(path) as db:
-        db.put(key, ["maxnreg_64", "cache_cg"], tuned_ptx, 0.8, (0.75, 0.85), {"bit_exact": True}, {})
+        db.put(key, ACTIONS, tuned_ptx, 0.8, (0.75, 0.85), {"bit_exact": True}, {})
     return path
 
 
@@ -108,7 +112,7 @@ def test_another_triton_hash_over_the_same_stock_ptx_still_swaps_and_says_so(env
     key = make_key("0" * 64, stock.asm["ptx"], stock.metadata.name, gpu=GPU, driver=DRIVER,
                    ptxas=hook.triton_ptxas_version(90))
     with TunedDB(env / "t.sqlite") as db:
-        db.put(key, ["maxnreg_64", "cache_cg"], tuned, 0.8, (0.75, 0.85), {"bit_exact": True}, {})
+        db.put(key, ACTIONS, tuned, 0.8, (0.75, 0.85), {"bit_exact": True}, {})
     ct.enable(env / "t.sqlite", mode="strict")  # a swap with a note is not a miss
     assert compile_add().asm["ptx"] == tuned
     s = ct.stats()
@@ -119,11 +123,43 @@ def test_another_triton_hash_over_the_same_stock_ptx_still_swaps_and_says_so(env
     assert ct.stats()["missed_names"] == ["add_kernel"]
 
 
-def test_a_tuned_ptx_that_changes_the_launch_interface_is_rejected(env, stock):
-    ct.enable(make_db(env / "t.sqlite", stock, tune(stock.asm["ptx"], reqntid="256")))
+@pytest.mark.parametrize("forge", [
+    lambda t: t.replace(".reqntid 128\n", ".reqntid 256\n"),  # another launch interface
+    lambda t: t.replace(".reqntid 128\n", "// .reqntid 128\n.reqntid 256\n"),  # the old one behind a comment
+    lambda t: t.replace("add.f32", "sub.f32"),  # another kernel's body under the same interface
+    lambda t: t[:t.index("{", t.index(".entry"))] + "{\n\tret;\n}\n",  # no body at all
+    lambda t: t.replace("{\n", "{ .shared .align 16 .b8 pad[49152];\n", 1),  # shared memory on the { line
+], ids=["reqntid", "commented", "sub_for_add", "empty", "shared"])
+def test_an_entry_whose_ptx_is_not_what_its_actions_make_deploys_stock(env, stock, forge):
+    """The DB holds decisions: whatever PTX an entry carries, only its actions remade on the user's own
+    stock PTX can run, and only when that equals the variant the entry recorded."""
+    forged = forge(tune(stock.asm["ptx"]))
+    assert forged != tune(stock.asm["ptx"])
+    ct.enable(make_db(env / "t.sqlite", stock, forged))
     assert compile_add().asm["ptx"] == stock.asm["ptx"]
     s = ct.stats()
-    assert (s["swapped"], s["rejected"]) == (0, 1) and "launch bounds" in s["reasons"]["add_kernel"]
+    assert (s["swapped"], s["rejected"]) == (0, 1)
+    assert "not what its actions maxnreg_64+cache_cg make of this stock PTX" in s["reasons"]["add_kernel"]
+
+
+def test_a_tuned_ptx_that_ptxas_refuses_is_assembled_stock(env, stock, monkeypatch):
+    bad = tune(stock.asm["ptx"]).replace("ret;", "bogus.instruction %r1;\n\tret;")
+    monkeypatch.setattr(hook, "tuned_ptx", lambda stock_ptx, entry: bad)
+    ct.enable(make_db(env / "t.sqlite", stock, tune(stock.asm["ptx"])))
+    k = compile_add()
+    assert k.asm["cubin"] == stock.asm["cubin"] and hook.TUNED_MARK not in k.metadata._asdict()
+    s = ct.stats()
+    assert (s["swapped"], s["rejected"]) == (0, 1) and "ptxas refused" in s["reasons"]["add_kernel"]
+
+
+def test_any_failure_while_choosing_deploys_stock(env, stock, monkeypatch):
+    def broken(stock_ptx, entry):
+        raise RuntimeError("parser crashed")
+
+    monkeypatch.setattr(hook, "tuned_ptx", broken)
+    ct.enable(make_db(env / "t.sqlite", stock, tune(stock.asm["ptx"])))
+    assert compile_add().asm["ptx"] == stock.asm["ptx"]
+    assert "deploy failed, ran stock: RuntimeError('parser crashed')" in ct.stats()["reasons"]["add_kernel"]
 
 
 def test_a_hook_installed_before_still_runs(env, stock):
@@ -150,7 +186,8 @@ def test_stock_and_tuned_kernels_never_share_a_cache_dir(env, stock):
     base = triton.knobs.cache.dir
     tuned = tune(stock.asm["ptx"])
     state = ct.enable(make_db(env / "t.sqlite", stock, tuned))
-    assert state["cache_dir"] == os.path.join(base, f"chronos-{state['content_hash'][:16]}")
+    digest = deploy_cache.cache_digest(state["content_hash"], None, None)
+    assert state["cache_dir"] == os.path.join(base, f"chronos-{digest[:16]}")
     assert triton.knobs.cache.dir == os.environ["TRITON_CACHE_DIR"] == state["cache_dir"]
     assert compile_add().asm["ptx"] == tuned  # the stock cubin sits in `base`, under the same Triton hash
     again = compile_add()  # a cache hit: no stage runs, the tuned cubin comes back
@@ -255,3 +292,16 @@ def test_the_key_takes_the_ptxas_triton_runs_at_each_compile(env, monkeypatch):
     monkeypatch.setenv("TRITON_PTXAS_PATH", ours)
     assert compile_add().asm["ptx"] == tune(stock_ours.asm["ptx"])
     assert ct.stats()["swapped_names"] == ["add_kernel"]
+
+
+def test_a_warm_cache_never_serves_a_tuned_binary_to_another_driver(env, stock):
+    """A second process that claims another driver, sharing the DB and Triton's cache folder, gets a folder
+    of its own: its compile goes through the hook, whose key check deploys stock."""
+    db = make_db(env / "t.sqlite", stock, tune(stock.asm["ptx"]))
+    first = ct.enable(db, gpu=GPU, driver=DRIVER)
+    assert compile_add().asm["ptx"] == tune(stock.asm["ptx"])  # tuned, and cached in first's folder
+    other = ct.enable(db, gpu=GPU, driver="590.1 (CUDA 13.1)")
+    assert other["cache_dir"] != first["cache_dir"]
+    assert compile_add().asm["ptx"] == stock.asm["ptx"]
+    s = ct.stats()
+    assert (s["swapped"], s["cached"], s["missed"]) == (0, 0, 1) and "driver" in s["reasons"]["add_kernel"]

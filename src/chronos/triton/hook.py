@@ -3,19 +3,21 @@
 `enable()` installs `triton.knobs.runtime.add_stages_inspection_hook` (Triton >= 3.6), which wraps the NVIDIA
 backend's `ptx` stage: Triton makes its stock PTX, the hook builds the strict `TunedKey` (Triton's compile
 hash, the stock PTX, the entry name, GPU, driver, Triton's ptxas, Chronos and action-space versions) and
-returns the tuned PTX on a hit (exact, or on `TunedKey.code_key`: the same stock PTX, GPU, driver and
-ptxas under another Triton hash, which Triton 3.6 computes differently in different processes) whose
-interface (entry name, parameters, launch bounds, shared memory, target) equals the stock one, the stock
-PTX otherwise. The DB is read once, at enable(): lookups and the cache
-directory then describe the same content, even if the file grows meanwhile.
+returns, on a hit, the PTX the entry's actions make of that stock PTX (chronos.triton.rederive: the DB holds
+decisions, not code) when it is the variant the entry recorded (exact, or on `TunedKey.code_key`: the same
+stock PTX, GPU, driver and ptxas under another Triton hash, which Triton 3.6 computes differently in different
+processes) whose interface (entry name, parameters, launch bounds, shared memory, target) equals the stock
+one, the stock PTX otherwise; anything that fails while deploying (ptxas included) deploys stock. The DB is
+read once, at enable(): lookups and the cache directory then describe the same content, even if the file grows
+meanwhile.
 
-Caching: Triton 3.6 leaves the hook out of its compile cache key, so a warm cache would serve stock cubins
-to a tuned run (and tuned ones to a stock run): enable() points Triton's cache at
-`<cache>/chronos-<content[:16]>` and disable() restores it. Triton >= 3.7 asks the hook (called without
-arguments) for a (key, hash) pair: the key goes into the compile hash, which must stay the stock one that
-the tuned key records, so Chronos answers an empty key and relies on its directory; the hash goes into the
-JIT's in-memory cache, and Chronos answers the DB content hash. On 3.6 a kernel that a JITFunction already
-compiled in this process stays in that in-memory cache: enable before the first launch.
+Caching: Triton 3.6 leaves the hook out of its compile cache key, so a warm cache would serve stock cubins to
+a tuned run (and tuned ones to a stock run): enable() points Triton's cache at `<cache>/chronos-<digest[:16]>`
+(DB content, GPU, driver: chronos.triton.deploy_cache) and disable() restores it. Triton >= 3.7 asks the hook
+(called without arguments) for a (key, hash) pair: the key goes into the compile hash, which must stay the
+stock one that the tuned key records, so Chronos answers an empty key and relies on its directory; the hash
+goes into the JIT's in-memory cache, and Chronos answers the DB content hash. On 3.6 a kernel that a
+JITFunction already compiled in this process stays in that in-memory cache: enable before the first launch.
 """
 
 from __future__ import annotations
@@ -28,15 +30,14 @@ from pathlib import Path
 
 from chronos.errors import ChronosError, ToolchainError
 from chronos.toolchain import gpu_name, ptxas_version
+from chronos.triton.deploy_cache import cache_digest, isolate_cache, restore_cache
+from chronos.triton.rederive import DeriveError, tuned_ptx
 from chronos.triton.tuned_db import Entry, TunedDB, TunedKey, content_hash, entry_names, make_key
 
 ENV_DB = "CHRONOS_TUNED"
 """Path of the tuned DB when enable() is given none."""
 MODES = ("deploy", "strict")
 """deploy: fall back to the stock PTX on a miss or a refusal; strict: raise TunedMissError (CI, audits)."""
-_CACHE_ENV = "TRITON_CACHE_DIR"
-_CHRONOS_LEAF = re.compile(r"chronos-[0-9a-f]{16}")
-_UNSET = object()
 TUNED_MARK = "chronos_tuned_entry"
 """Metadata field of a binary compiled from tuned PTX (the entry's key); Triton stores it in its cache."""
 
@@ -97,9 +98,9 @@ def _interface(ptx: str) -> dict[str, list[str]]:
             "target": norm(_TARGET.findall(ptx))}
 
 
-def refusal(stock_ptx: str, entry: Entry) -> str | None:
-    """Why `entry`'s PTX must not replace `stock_ptx`, or None when it may."""
-    stock, tuned = _interface(stock_ptx), _interface(entry.ptx)
+def refusal(stock_ptx: str, tuned_ptx: str) -> str | None:
+    """Why `tuned_ptx` must not replace `stock_ptx`, or None when it may."""
+    stock, tuned = _interface(stock_ptx), _interface(tuned_ptx)
     differ = [k for k in stock if stock[k] != tuned[k]]
     if differ:
         return (f"tuned PTX changes the kernel's {', '.join(differ)} "
@@ -122,9 +123,10 @@ class _Session:
         self.names: dict[str, list[str]] = {"swapped": [], "missed": [], "rejected": [], "cached": [],
                                             "cached_stock": []}
         self.compiled: set[str] = set()  # Triton hashes compiled (through the hook) in this process
+        self.stock_of: dict[str, str] = {}  # Triton hash -> stock PTX, between a swap and its ptxas stage
         self.reasons: dict[str, str] = {}
         self.cache_dir = ""
-        self.saved_cache: tuple = (_UNSET, None)
+        self.saved_cache: tuple = ()
 
     def __call__(self, *args):
         """Triton's hook: (backend, stages, options, language, capability), or no arguments (>= 3.7) for the
@@ -138,6 +140,26 @@ class _Session:
         if self.active and getattr(target, "backend", None) == "cuda" and "ptx" in stages:
             make_ptx = stages["ptx"]
             stages["ptx"] = lambda src, metadata: self.choose(make_ptx(src, metadata), metadata, target.arch)
+            if "cubin" in stages:
+                make_cubin = stages["cubin"]
+                stages["cubin"] = lambda src, metadata: self.assemble(make_cubin, src, metadata)
+
+    def assemble(self, make_cubin, ptx: str, metadata: dict):
+        """Triton's ptxas stage; a tuned PTX it refuses is assembled stock instead, with why."""
+        with self.lock:
+            stock = self.stock_of.pop(metadata.get("hash"), None)
+        if stock is None or TUNED_MARK not in metadata:
+            return make_cubin(ptx, metadata)
+        try:
+            return make_cubin(ptx, metadata)
+        except Exception as e:  # noqa: BLE001 - ptxas refused the tuned PTX: stock, with why
+            metadata.pop(TUNED_MARK, None)
+            name = str(metadata.get("name", "?"))
+            with self.lock:
+                if name in self.names["swapped"]:
+                    self.names["swapped"].remove(name)
+            self._record("rejected", name, f"ptxas refused the tuned PTX, ran stock: {str(e)[:300]}")
+            return make_cubin(stock, metadata)
 
     def cache_key(self) -> tuple[str, str]:
         """(key, hash) for Triton >= 3.7. Triton folds `key` into the compile hash, which the tuned key holds
@@ -158,7 +180,19 @@ class _Session:
                         driver=self.env["driver"], ptxas=ptxas)
 
     def choose(self, stock_ptx: str, metadata: dict, arch: int) -> str:
-        """The PTX ptxas will assemble: the tuned one on a valid hit, the stock one otherwise."""
+        """The PTX ptxas will assemble: the tuned one on a valid hit, the stock one otherwise. Whatever goes
+        wrong while choosing (a PTX the parser refuses, an entry that does not re-derive) deploys stock for
+        this kernel with the reason: a DB never breaks the user's compile."""
+        try:
+            return self._choose(stock_ptx, metadata, arch)
+        except TunedMissError:
+            raise
+        except Exception as e:  # noqa: BLE001 - any deploy failure: stock, with why
+            metadata.pop(TUNED_MARK, None)
+            self._record("rejected", str(metadata.get("name", "?")), f"deploy failed, ran stock: {e!r}")
+            return stock_ptx
+
+    def _choose(self, stock_ptx: str, metadata: dict, arch: int) -> str:
         key = self.key(stock_ptx, metadata, arch)
         with self.lock:
             self.compiled.add(metadata["hash"])
@@ -166,7 +200,12 @@ class _Session:
         if entry is None:
             self._record("missed", key.kernel, self._why_missed(key))
             return stock_ptx
-        reason = refusal(stock_ptx, entry)
+        try:
+            ptx = tuned_ptx(stock_ptx, entry)  # remade from the user's stock PTX: the DB holds no code
+        except DeriveError as e:
+            self._record("rejected", key.kernel, str(e))
+            return stock_ptx
+        reason = refusal(stock_ptx, ptx)
         if reason:
             self._record("rejected", key.kernel, reason)
             return stock_ptx
@@ -175,7 +214,9 @@ class _Session:
             "the stock PTX, GPU, driver and ptxas are the same (TunedKey.code_key)")
         self._record("swapped", key.kernel, note)
         metadata[TUNED_MARK] = entry.key.key()  # kept with the binary: a later cache hit says it is tuned
-        return entry.ptx
+        with self.lock:
+            self.stock_of[metadata["hash"]] = stock_ptx  # what assemble() falls back to
+        return ptx
 
     def loaded(self, kernel) -> None:
         """A kernel Triton loaded (compiled here or served by its cache). One not compiled in this process
@@ -244,30 +285,6 @@ def _folds_hook_key(version: str) -> bool:
     return bool(m) and (int(m.group(1)), int(m.group(2))) >= (3, 7)
 
 
-def _isolate_cache(knobs, digest: str) -> tuple[str, tuple]:
-    """Point Triton's cache at `<base>/chronos-<digest[:16]>`; returns the new dir and what to restore.
-    A base that is already such a dir (inherited through TRITON_CACHE_DIR from a parent process that
-    enabled Chronos) is replaced, not nested."""
-    saved = (knobs.cache.__dict__.get("dir", _UNSET), os.environ.get(_CACHE_ENV))
-    base = os.path.normpath(knobs.cache.dir)
-    if _CHRONOS_LEAF.fullmatch(os.path.basename(base)):
-        base = os.path.dirname(base)
-    knobs.cache.dir = os.path.join(base, f"chronos-{digest[:16]}")
-    return knobs.cache.dir, saved
-
-
-def _restore_cache(knobs, saved: tuple) -> None:
-    value, env = saved
-    if value is _UNSET:
-        del knobs.cache.dir
-    else:
-        knobs.cache.dir = value
-    if env is None:
-        os.environ.pop(_CACHE_ENV, None)
-    else:
-        os.environ[_CACHE_ENV] = env
-
-
 _STATE: dict[str, _Session | None] = {"session": None, "last": None}
 
 
@@ -295,7 +312,7 @@ def enable(db: str | Path | TunedDB | None = None, *, mode: str = "deploy", gpu:
     disable()
     session = _Session(path, entries, mode, {"gpu": gpu, "driver": driver, "ptxas": ptxas},
                        prev=knobs.runtime.add_stages_inspection_hook)
-    session.cache_dir, session.saved_cache = _isolate_cache(knobs, session.content)
+    session.cache_dir, session.saved_cache = isolate_cache(knobs, cache_digest(session.content, gpu, driver))
     knobs.runtime.add_stages_inspection_hook = session
     _STATE["session"] = session
     _count_loads()
@@ -335,7 +352,7 @@ def disable() -> None:
     session.active = False
     if knobs.runtime.add_stages_inspection_hook is session:
         knobs.runtime.add_stages_inspection_hook = session.prev
-    _restore_cache(knobs, session.saved_cache)
+    restore_cache(knobs, session.saved_cache)
     _STATE["session"], _STATE["last"] = None, session
 
 
