@@ -25,15 +25,19 @@ mkdir -p $LOGS
 pack() { tar czf $OUT/attorch_$TAG.tgz --exclude='*/inputs' --exclude='*/.triton_cache' --exclude='*/.inductor_cache' \
   --exclude='*/.bootstrap' $CAP 2>/dev/null; }
 CHRONOS="python3 -m chronos.cli"
-# three() SUFFIX [PYTEST ARGS]: the tests stock, stock again and under `chronos run --db`, all at once, in the
-# background (junit files tests_{stock,stock2,tuned}SUFFIX.xml); TESTS_EXTRA runs as a second such set,
-# with its own timeout, so that a slow extra set cut off by it loses only its own files
+# three() SUFFIX [PYTEST ARGS]: the tests stock, stock again and under `chronos run --db` (RUNS picks), all at
+# once, in the background (junit files tests_{stock,stock2,tuned}SUFFIX.xml, verbose logs beside them: a run
+# cut off by its timeout leaves no junit file, its log says how far it got); TESTS_EXTRA runs as a second set
 three() {
-  local sfx=$1 py="python3 -m pytest -q -p no:cacheprovider --subset" t="timeout ${TEST_TIMEOUT:-240}"; shift
-  $t $py --junitxml=$LOGS/tests_stock$sfx.xml "$@" > $LOGS/tests_stock$sfx.log 2>&1 &
-  $t $py --junitxml=$LOGS/tests_stock2$sfx.xml "$@" > $LOGS/tests_stock2$sfx.log 2>&1 &
-  $t python3 -m chronos.cli run --db $PWD/../../$CAP/tuned.sqlite --stats $LOGS/tests_run_stats$sfx.json -- \
-    $py --junitxml=$LOGS/tests_tuned$sfx.xml "$@" > $LOGS/tests_tuned$sfx.log 2>&1 &
+  local sfx=$1 py="python3 -m pytest -v -p no:cacheprovider --subset" t="timeout ${TEST_TIMEOUT:-240}" r; shift
+  for r in ${RUNS:-stock stock2 tuned}; do
+    if [ $r = tuned ]; then
+      $t python3 -m chronos.cli run --db $PWD/../../$CAP/tuned.sqlite --stats $LOGS/tests_run_stats$sfx.json -- \
+        $py --junitxml=$LOGS/tests_tuned$sfx.xml "$@" > $LOGS/tests_tuned$sfx.log 2>&1 &
+    else
+      $t $py --junitxml=$LOGS/tests_$r$sfx.xml "$@" > $LOGS/tests_$r$sfx.log 2>&1 &
+    fi
+  done
 }
 for s in ${STEPS:-}; do
   echo "== $s $(date -u +%T) ($SECONDS s)" | tee -a $LOGS/summary.txt
@@ -64,7 +68,7 @@ for s in ${STEPS:-}; do
        three "" $TESTS
        [ -n "${TESTS_EXTRA:-}" ] && three .extra -k "${TESTS_EXTRA_K:-}" $TESTS_EXTRA
        wait)
-      tail -qn 1 $LOGS/tests_*.log >> $LOGS/summary.txt
+      for f in $LOGS/tests_*.log; do echo "$(basename $f): $(grep -c ' PASSED' $f) passed, $(grep -c ' FAILED' $f) failed; $(tail -n 1 $f | cut -c1-150)"; done >> $LOGS/summary.txt
       grep -h "chronos run" $LOGS/tests_tuned*.log >> $LOGS/summary.txt ;;
   esac
   pack

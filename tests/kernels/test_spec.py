@@ -1,6 +1,7 @@
 """KernelSpec: JSON round trip, validation errors that name the kernel, module loading with the contract."""
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -67,3 +68,16 @@ def test_a_spec_missing_an_argument_is_refused_naming_the_kernel():
     with pytest.raises(SpecError, match=f"{spec.kernel}: {len(spec.args) - 1} arguments for the "
                                         f"{len(spec.args)} parameters"):
         load_module(specs_json, short)
+
+
+@pytest.mark.parametrize("name", ["../../x", "/tmp/abs", "a\\b", "..", ".", "", "nul\x00"])
+def test_a_kernel_name_that_could_escape_its_folder_is_refused(name):
+    """A kernel's name becomes file names (its tune part, its PTX): a spec naming a path is refused."""
+    from chronos.kernels.spec import ArgSpec, KernelSpec
+
+    spec = KernelSpec(kernel=name, family="captured", entry="k", ptx="k.ptx", grid=(1, 1, 1),
+                      block=(32, 1, 1),
+                      args=(ArgSpec("o", "buffer", "f32", elements=4, role="output", init="poison"),))
+    with pytest.raises(SpecError, match="cannot name a file"):
+        spec.validate()
+    assert KernelSpec.validate(replace(spec, kernel="gemm_tile(4,6,8)")).kernel == "gemm_tile(4,6,8)"

@@ -26,6 +26,7 @@ from chronos.errors import SpecError
 DTYPES = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8, "i8": 1, "u8": 1, "i16": 2, "i32": 4, "u32": 4, "i64": 8,
           "u64": 8}
 ROLES = ("input", "output", "inout", "null")
+_UNSAFE_NAME = re.compile(r"[/\\\x00]|^\.{0,2}$")
 _INIT = re.compile(r"^(uniform\(-?[\d.e+-]+,-?[\d.e+-]+\)|normal\(-?[\d.e+-]+,[\d.e+-]+\)"
                    r"|randint\(-?\d+,-?\d+\)|zeros|arange|poison)$")
 
@@ -93,6 +94,9 @@ class KernelSpec:
         return g[0] * g[1] * g[2] * b[0] * b[1] * b[2]
 
     def validate(self) -> KernelSpec:
+        if _UNSAFE_NAME.search(self.kernel):  # it names files: tune parts, their PTX, search records
+            raise SpecError(f"kernel name {self.kernel!r} cannot name a file (no '/', '\\', NUL, '.' or "
+                            "'..'): rename it in its specs.json")
         if not self.args or not self.entry:
             raise SpecError(f"{self.kernel}: a spec needs an entry and its arguments")
         if len(self.grid) != 3 or len(self.block) != 3 or min(*self.grid, *self.block) < 1:
