@@ -42,6 +42,7 @@ from pathlib import Path
 
 from chronos.deploy_rule import deploys
 from chronos.errors import ChronosError
+from chronos.tune_args import resolve_paths
 from chronos.tune_summary import report_not_tuned, returned_candidate, triton_identity
 
 
@@ -76,20 +77,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--params", type=Path, help="params.yaml (default: the one shipped with chronos)")
     p.add_argument("--ptxas", help="the ptxas that assembles the measured cubins; 'triton' = Triton's own, "
                                    "the one that assembles them at deployment (the DB key records it)")
-
-
-def resolve_paths(args: argparse.Namespace) -> None:
-    """The defaults filled in and every path argument made absolute, in place."""
-    from chronos.defaults import params_path, policy_path
-
-    d = args.dir = args.dir.resolve()
-    args.parts = (args.parts or d / "tune-parts").resolve()
-    args.store = (args.store or d / "measurements.sqlite").resolve()
-    args.checkpoint = (args.checkpoint or policy_path()).resolve()
-    args.params = (args.params or params_path()).resolve()
-    args.db, args.order_by = (p and p.resolve() for p in (args.db, args.order_by))
-    if args.ptxas and os.sep in args.ptxas:  # a path; 'triton' or a bare name (looked up on PATH) stays
-        args.ptxas = str(Path(args.ptxas).resolve())
 
 
 def _selected(specs_json: Path, kernel: str | None, only: str | None):
@@ -155,7 +142,6 @@ def tune_kernels(args: argparse.Namespace, selected: list) -> dict:
     """Tune every selected kernel without a part file yet; returns what happened: done (a count), failed
     ({kernel: error}), skipped and left (kernel names)."""
     from chronos.config import load
-    from chronos.kernels.spec import read_ptx
     from chronos.progress import progress
     from chronos.rl.checkpoint import load_model
     from chronos.search.atlas_replay import backend_with_atlas
@@ -164,7 +150,7 @@ def tune_kernels(args: argparse.Namespace, selected: list) -> dict:
     cfg, parts, specs_json = load(args.params), args.parts, args.dir / "specs.json"
     todo = [s for s in selected if not (parts / f"{s.kernel}.json").exists()]
     if args.order_by:
-        todo = by_gpu_time(todo, json.loads(args.order_by.read_text()))
+        todo = by_gpu_time(todo, args.profile)
     fixed = [tuple(a for a in f.split("+") if a) for f in args.fixed]
     policy = load_model(args.checkpoint, action_space=cfg.actions).eval()
     t0, counts = time.perf_counter(), {"done": 0, "failed": {}, "skipped": [], "left": []}
@@ -182,16 +168,28 @@ def tune_kernels(args: argparse.Namespace, selected: list) -> dict:
         for spec in progress(todo, desc="tune", unit="kernel"):
             if args.budget is not None and time.perf_counter() - t0 > args.budget:
                 counts["left"].append(spec.kernel)
-            elif _skipped_as_racy(spec, read_ptx(specs_json, spec), parts):
+            elif (racy := _racy_or_error(spec, specs_json, parts)) is True:
                 counts["skipped"].append(spec.kernel)
             else:
-                row, ptx = tune_one(spec, specs_json, backend, policy, cfg, fixed, confirm=args.confirm_new)
+                row, ptx = racy if racy else tune_one(spec, specs_json, backend, policy, cfg, fixed,
+                                                      confirm=args.confirm_new)
                 _record(args, parts, row, ptx)
                 if "error" in row:
                     counts["failed"][spec.kernel] = row["error"]
                 else:
                     counts["done"] += 1
     return counts
+
+
+def _racy_or_error(spec, specs_json: Path, parts: Path) -> bool | tuple[dict, str]:
+    """True when the kernel is skipped (float atomics), False to tune it, or the failed row when its PTX
+    cannot be read (the run goes on with the next kernel)."""
+    from chronos.kernels.spec import read_ptx
+
+    try:
+        return _skipped_as_racy(spec, read_ptx(specs_json, spec), parts)
+    except ChronosError as e:
+        return {"kernel": spec.kernel, "verdict": "unmeasured", "error": " ".join(str(e).split())[:400]}, ""
 
 
 def _record(args: argparse.Namespace, parts: Path, row: dict, ptx: str) -> None:

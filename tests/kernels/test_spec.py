@@ -2,6 +2,7 @@
 
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -81,3 +82,22 @@ def test_a_kernel_name_that_could_escape_its_folder_is_refused(name):
     with pytest.raises(SpecError, match="cannot name a file"):
         spec.validate()
     assert KernelSpec.validate(replace(spec, kernel="gemm_tile(4,6,8)")).kernel == "gemm_tile(4,6,8)"
+
+
+def test_a_ptx_file_that_is_missing_special_binary_or_corrupt_is_one_spec_error(tmp_path):
+    import gzip
+
+    from chronos.kernels.spec import read_ptx_file
+
+    (tmp_path / "bin.ptx").write_bytes(b"\xff\xfe\x00garbage")
+    (tmp_path / "nul.ptx").write_bytes(b".version 8.0\x00")
+    (tmp_path / "bad.ptx.gz").write_bytes(b"not gzip")
+    (tmp_path / "dir.ptx").mkdir()
+    (tmp_path / "ok.ptx.gz").write_bytes(gzip.compress(b".version 8.0\n"))
+    for name, says in [("missing.ptx", "does not exist"), ("dir.ptx", "not a regular file"),
+                       ("bin.ptx", "not text"), ("nul.ptx", "not PTX text"), ("bad.ptx.gz", "not text")]:
+        with pytest.raises(SpecError, match=says):
+            read_ptx_file(tmp_path / name)
+    with pytest.raises(SpecError, match="not a regular file"):
+        read_ptx_file(Path("/dev/zero"))
+    assert read_ptx_file(tmp_path / "ok.ptx.gz") == ".version 8.0\n"

@@ -170,14 +170,30 @@ def ptx_path(specs_json: Path, spec: KernelSpec) -> Path:
     return Path(specs_json).parent / spec.ptx
 
 
-def read_ptx_file(path: Path) -> str:
-    """A PTX file's text; `.ptx.gz` (a committed capture corpus, kept compact) is decompressed."""
-    path = Path(path)
-    if path.suffix == ".gz":
-        import gzip
+PTX_FILE_LIMIT = 64 << 20
+"""Bytes: a PTX file larger than this is refused before it is read (the largest captured one is ~2 MB)."""
 
-        return gzip.decompress(path.read_bytes()).decode()
-    return path.read_text()
+
+def read_ptx_file(path: Path) -> str:
+    """A PTX file's text; `.ptx.gz` (a committed capture corpus, kept compact) is decompressed. A missing,
+    special, oversized, corrupt or binary file is a SpecError naming it."""
+    import gzip
+    import zlib
+
+    path = Path(path)
+    where = f"PTX file {path.resolve()}"
+    if not path.is_file():
+        raise SpecError(f"{where} {'is not a regular file' if path.exists() else 'does not exist'}")
+    if path.stat().st_size > PTX_FILE_LIMIT:
+        raise SpecError(f"{where} is {path.stat().st_size} bytes, over the {PTX_FILE_LIMIT} byte limit")
+    try:
+        raw = path.read_bytes()
+        text = (gzip.decompress(raw) if path.suffix == ".gz" else raw).decode()
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError) as e:
+        raise SpecError(f"{where} is unreadable or not text: {e}") from None
+    if len(text) > PTX_FILE_LIMIT or "\x00" in text:
+        raise SpecError(f"{where} is not PTX text (NUL bytes, or over {PTX_FILE_LIMIT} bytes unpacked)")
+    return text
 
 
 def read_ptx(specs_json: Path, spec: KernelSpec) -> str:
