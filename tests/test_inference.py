@@ -67,7 +67,10 @@ def test_other_hidden_size(tmp_path):
 def test_seed_style_checkpoint_without_hidden_key(tmp_path):
     path = tmp_path / "seed.pt"
     torch.save({"policy": TransformPolicy(hidden=64).state_dict()}, path)
-    assert load_model(path).hidden == 64
+    assert load_model(path, require_hash=False).hidden == 64  # the seed's files carry no hash: opt in
+    with pytest.raises(CheckpointError, match="no content hash"):
+        load_model(path)
+    assert main(["--checkpoint", str(path), "--allow-unhashed"]) == 0
 
 
 def test_pickled_object_is_refused(tmp_path, capsys):

@@ -110,9 +110,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ptxas-legality", action="store_true",
                     help="also ask ptxas whether each register budget is accepted (slower)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the synthetic demo's features")
+    ap.add_argument("--allow-unhashed", action="store_true",
+                    help="read a checkpoint without a content hash (the seed's, chronos-policy-v1): nothing "
+                         "can tell a flipped bit in it")
     args = ap.parse_args(argv)
     try:
-        model = load_model(args.checkpoint)
+        model = load_model(args.checkpoint, require_hash=not args.allow_unhashed)
         if args.ptx is None:
             _demo(model, args.seed)
             return 0

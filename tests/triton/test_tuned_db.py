@@ -112,6 +112,27 @@ def test_put_refuses_what_could_never_be_deployed(tmp_path):
         assert db.entries() == []
 
 
+@pytest.mark.parametrize(("column", "value"),
+                         [("ptx", TUNED.encode()), ("ratio", "fast"), ("ci_low", float("inf"))])
+def test_a_row_of_the_wrong_types_is_one_clear_error(tmp_path, column, value):
+    """SQLite keeps whatever a hand edit puts in a column: read, it is named, not an AttributeError."""
+    import sqlite3
+
+    path = tmp_path / "t.sqlite"
+    with TunedDB(path) as db:
+        put(db)
+    raw = sqlite3.connect(path)
+    cols = [r[1] for r in raw.execute("PRAGMA table_info(tuned)") if r[1] != "id"]
+    row = dict(zip(cols, raw.execute(f"SELECT {', '.join(cols)} FROM tuned").fetchone(), strict=True))
+    row[column] = value
+    with raw:
+        raw.execute(f"INSERT INTO tuned ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                    tuple(row.values()))
+    raw.close()
+    with TunedDB(path, readonly=True) as db, pytest.raises(TunedDBError, match=f"wrong type in {column}"):
+        db.entries()
+
+
 def test_readonly_open_creates_and_writes_nothing(tmp_path):
     missing, empty = tmp_path / "none.sqlite", tmp_path / "empty.sqlite"
     with pytest.raises(TunedDBError, match=f"{missing} does not exist"):
@@ -178,11 +199,12 @@ def test_chronos_tuned_show_lists_the_db(tmp_path, capsys):
 # ------------------------------------------------------------------ what is no tuned DB (issue 25)
 NOT_A_DB = {"a text file": "is not an SQLite database", "an empty file": "it is empty: 0 bytes",
             "a folder": "is a folder", "/dev/null": "is not a regular file",
-            "a missing path": "does not exist"}
+            "a missing path": "does not exist", "a symlink loop": "symbolic link to nothing"}
 """What a new user passed as a tuned DB -> what the error must say is wrong with it."""
 _MAKE = {"a text file": ("notes.txt", lambda p: p.write_text("kernel  ratio\nk  0.8\n")),
          "an empty file": ("empty.sqlite", lambda p: p.write_bytes(b"")),
-         "a folder": ("dbs", Path.mkdir), "a missing path": ("none.sqlite", lambda p: None)}
+         "a folder": ("dbs", Path.mkdir), "a missing path": ("none.sqlite", lambda p: None),
+         "a symlink loop": ("loop.sqlite", lambda p: p.symlink_to(p))}
 
 
 def not_a_db(tmp_path: Path, monkeypatch, what: str) -> tuple[str, str]:

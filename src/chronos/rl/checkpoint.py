@@ -22,9 +22,10 @@ written before observation v2 record no observation; their policy read the seed'
 refused: retrain them.)
 
 Files without a hash (this project's "chronos-policy-v1" and the seed's bare {"policy": ...}) predate it:
-there is nothing to check a bit flip against, so they load after the same structural checks unless the
-caller passes `require_hash=True`, which refuses them (the pipeline writes v2 only, so its stages can insist).
-A v2 file without its hash is always refused.
+there is nothing to check a bit flip against, so they are refused unless the caller passes
+`require_hash=False` (a deliberate opt-in to read an old file: the same structural checks, no integrity).
+Every load of the pipeline, the CLI and the shipped default insists. A v2 file without its hash is always
+refused.
 """
 
 from __future__ import annotations
@@ -245,7 +246,7 @@ def _check_hash(ckpt: dict, hidden: int, metadata: dict, p: str, require_hash: b
     return actual
 
 
-def load_model(path: str | os.PathLike, *, require_hash: bool = False,
+def load_model(path: str | os.PathLike, *, require_hash: bool = True,
                action_space: ActionSpace | str | None = None) -> TransformPolicy:
     """Load a checkpoint with `torch.load(weights_only=True)` only; the model comes back in eval mode.
 
@@ -255,7 +256,8 @@ def load_model(path: str | os.PathLike, *, require_hash: bool = False,
     Attaches the checkpoint's metadata as `model.metadata` and its verified hash as `model.content_hash`
     (None for a legacy file without one). Raises CheckpointError naming the path and the problem: a missing
     or unreadable file, a pickle that needs arbitrary objects, a bad `hidden`, weights of the wrong keys,
-    shapes or dtype, a content-hash mismatch, non-finite weights; with `require_hash`, a file without a hash.
+    shapes or dtype, a content-hash mismatch, non-finite weights; unless `require_hash=False`, a file without
+    a hash.
     """
     p = os.fspath(path)
     ckpt = _read(p)

@@ -262,7 +262,16 @@ class TunedDB:
         return [self._entry(dict(zip(("id", *_COLS), r, strict=True))) for r in rows]
 
     def _entry(self, d: dict) -> Entry:
-        """A row -> Entry, refusing a row whose stored key or PTX hash does not match its content."""
+        """A row -> Entry, refusing a row of the wrong types (SQLite stores what it is given) or whose
+        stored key or PTX hash does not match its content."""
+        texts = ("key", *_KEY_COLS, "actions", "ptx", "ptx_sha256", "verification", "provenance",
+                 "created_at")
+        bad = [c for c in texts if not isinstance(d[c], str)]
+        bad += [c for c in ("ratio", "ci_low", "ci_high") if isinstance(d[c], bool)
+                or not isinstance(d[c], (int, float)) or not math.isfinite(d[c])]
+        if bad:
+            raise TunedDBError(f"tuned DB {self.path}: row {d['id']} has values of the wrong type in "
+                               f"{', '.join(bad)} (edited by hand or damaged)")
         key = TunedKey(**{c: d[c] for c in _KEY_COLS})
         if key.key() != d["key"] or sha256_text(d["ptx"]) != d["ptx_sha256"]:
             raise TunedDBError(f"tuned DB {self.path}: row {d['id']} does not match its own key or PTX hash "
@@ -316,6 +325,8 @@ def _refuse_non_db(path: Path, readonly: bool) -> None:
     the schema check names it (readonly)."""
     if path.is_dir():
         raise TunedDBError(f"tuned DB {path} is a folder, not a tuned DB file (chronos tune --db writes one)")
+    if path.is_symlink() and not path.exists():
+        raise TunedDBError(f"tuned DB {path} is a symbolic link to nothing (dangling, or a loop)")
     if not path.exists():
         if readonly:
             raise TunedDBError(f"tuned DB {path} does not exist")
