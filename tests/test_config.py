@@ -4,6 +4,7 @@ the key."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 import pytest
@@ -99,7 +100,22 @@ def test_missing_and_malformed_files(tmp_path):
         config.load(tmp_path / "absent.yaml")
     with pytest.raises(ConfigError, match="not valid YAML"):
         config.load(_write(tmp_path, "grpo: [\n"))
-    assert config.load(_write(tmp_path, "")) == config.Config()
+    with pytest.raises(ConfigError, match="the params file is empty"):
+        config.load(_write(tmp_path, ""))
+    with pytest.raises(ConfigError, match="bc: is empty"):
+        config.load(_write(tmp_path, "bc:\n"))
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("kernels:\n  gemm_tile:\n    m: [1000000000]\n", "kernels.gemm_tile.m: must be a non-empty list"),
+    ("kernels:\n  gemm_tile:\n    target: sm_9000\n", "kernels.gemm_tile.target: not an sm_XX target"),
+    ("kernels:\n  gemm_tile:\n    ptx_version: banana\n", "kernels.gemm_tile.ptx_version: not a PTX ISA"),
+    ("split:\n  heldout_kernels: ['gemm_tile(2,2,6)', 'gemm-tile(2,4,4)']\n", "split.heldout_kernels"),
+])
+def test_values_no_kernel_can_have_are_refused_naming_the_key(tmp_path, text, says):
+    """A typo used to run out of memory, write kernels ptxas rejects, or train with no held-out set."""
+    with pytest.raises(ConfigError, match=re.escape(says)):
+        config.load(_write(tmp_path, text))
 
 
 def test_ints_are_accepted_for_floats_and_lists_become_tuples(tmp_path):

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import yaml
 
+from chronos.config_checks import check_gemm_tile, check_heldout
 from chronos.config_timing import CensusConfig, HeadroomConfig, HeldoutConfig, RandomTimeConfig, TimingConfig
 from chronos.config_timing import check as _check
 from chronos.errors import ConfigError
@@ -39,12 +40,7 @@ class GemmTileConfig:
     ptx_version: str = "8.0"
 
     def __post_init__(self) -> None:
-        for name in ("m", "n", "k"):
-            values = getattr(self, name)
-            _check(bool(values) and all(v > 0 for v in values), f"kernels.gemm_tile.{name}",
-                   f"must be a non-empty list of positive ints, got {list(values)}")
-        _check(self.target.startswith("sm_"), "kernels.gemm_tile.target",
-               f"not an sm_XX target: {self.target!r}")
+        check_gemm_tile(self.m, self.n, self.k, self.target, self.ptx_version)
 
 
 @dataclass(frozen=True)
@@ -327,6 +323,7 @@ class Config:
     def __post_init__(self) -> None:
         spaces = ("seed", "v2")  # chronos.actions.SPACES' names: config sits below actions in the layers
         _check(self.actions in spaces, "actions", f"must be one of {spaces}, got {self.actions!r}")
+        check_heldout(self.split.heldout_kernels, *(getattr(self.kernels.gemm_tile, d) for d in "mnk"))
 
 
 def _coerce(value, hint, key: str):
@@ -358,7 +355,8 @@ def _coerce(value, hint, key: str):
 
 def build(cls, block, where: str = ""):
     """The config dataclass `cls` built from a mapping; unknown keys and wrong types fail naming the key."""
-    prefix, block = (f"{where}." if where else ""), ({} if block is None else block)
+    prefix = f"{where}." if where else ""
+    _check(block is not None, where or "params", "is empty (null): remove the key for its defaults")
     _check(isinstance(block, dict), where or "params", f"must be a mapping, got {type(block).__name__}")
     hints = typing.get_type_hints(cls)
     names = [f.name for f in dataclasses.fields(cls)]
@@ -394,7 +392,9 @@ def load(path: str | Path = "params.yaml") -> Config:
         raise ConfigError(f"{path}: no such params file") from None
     except yaml.YAMLError as e:
         raise ConfigError(f"{path}: not valid YAML: {e}") from None
+    if raw is None:  # an empty file would silently be every default
+        raise ConfigError(f"{path}: the params file is empty")
     try:
-        return build(Config, raw or {}, "")
+        return build(Config, raw, "")
     except ConfigError as e:
         raise ConfigError(f"{path}: {e}") from None
