@@ -307,3 +307,31 @@ def test_an_existing_capture_is_kept_unless_forced_and_empty_folders_are_refused
         assert main(["capture", "--out", str(tmp_path / "missing"), flag]) == 2
         err = capsys.readouterr().err
         assert err.startswith("chronos: error: chronos capture: ") and str(tmp_path / "missing") in err
+
+
+@pytest.mark.parametrize(("setup", "argv", "says"), [
+    (lambda d: (d / "f").write_text(""), ["--out", "{d}/f/sub", "--", "true"], "cannot be a capture folder"),
+    (lambda d: None, ["--out", "/proc/chronos-capture", "--", "true"], "cannot be a capture folder"),
+    (lambda d: _files(d, {"launches/1.json": "{}"}), ["--out", "{d}", "--assemble-only"], "is not one"),
+    (lambda d: _files(d, {"launches/1.json": "[]"}), ["--out", "{d}", "--assemble-only"], "is not one"),
+    (lambda d: _files(d, {"launches/1.json": "{", "counts/1.json": "{}"}),
+     ["--out", "{d}", "--assemble-only"], "unreadable launch record"),
+    (lambda d: _files(d, {"launches/x": "", "counts/1.json": "[1]"}), ["--out", "{d}", "--assemble-only"],
+     "not a map of signatures to counts"),
+    (lambda d: _files(d, {"specs.json": '[{"kernel": 1}]'}), ["--out", "{d}", "--compact-only"],
+     "malformed kernel spec"),
+    (lambda d: _files(d, {"specs.json": "[]", "triton.json": "[1]"}), ["--out", "{d}", "--compact-only"],
+     "not a map of kernels"),
+])
+def test_bad_capture_input_is_one_line_and_a_nonzero_exit(tmp_path, setup, argv, says):
+    setup(tmp_path)
+    res = subprocess.run([sys.executable, "-m", "chronos.cli", "capture",
+                          *(a.replace("{d}", str(tmp_path)) for a in argv)],
+                         capture_output=True, text=True, check=False, timeout=120)
+    assert res.returncode != 0 and "Traceback" not in res.stderr and says in res.stderr, res.stderr
+
+
+def _files(d, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (d / name).parent.mkdir(parents=True, exist_ok=True)
+        (d / name).write_text(text)

@@ -97,6 +97,15 @@ def _check_out(out: Path, args: argparse.Namespace) -> None:
     elif (out / "specs.json").exists() and not args.force:
         raise ChronosError(f"chronos capture: {out} already holds a capture; pass --force to replace it (its "
                            "specs, PTX, records and captured inputs are deleted first)")
+    else:  # a folder the workload's processes can write into, or one line saying why not
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            probe = out / ".chronos-write-test"
+            probe.write_text("")
+            probe.unlink()
+        except OSError as e:
+            raise ChronosError(f"chronos capture: --out {out} cannot be a capture folder: "
+                               f"{e.strerror or e}") from None
 
 
 def _verdict(summary: dict, out: Path, allow_partial: bool) -> int:
@@ -218,15 +227,26 @@ def _read_records(out: Path) -> tuple[list[dict], dict[str, int]]:
     """DIR's launch records and the launch count of each signature, summed over the processes."""
     records = []
     for path in sorted((out / "launches").glob("*.json")):
-        try:
-            records.append(json.loads(path.read_text()))
-        except (OSError, json.JSONDecodeError) as e:
-            raise CaptureError(f"unreadable launch record {path.resolve()}: {e}") from None
+        rec = _read_json(path, "launch record")
+        if not isinstance(rec, dict) or not {"function", "signature", "args"} <= set(rec):
+            raise CaptureError(f"launch record {path.resolve()} is not one (a JSON object with function, "
+                               "signature and args, as the recorder writes)")
+        records.append(rec)
     counts: dict[str, int] = {}
     for path in sorted((out / "counts").glob("*.json")):
-        for sig, n in json.loads(path.read_text()).items():
+        data = _read_json(path, "launch count file")
+        if not isinstance(data, dict) or not all(isinstance(n, int) and n >= 0 for n in data.values()):
+            raise CaptureError(f"launch count file {path.resolve()} is not a map of signatures to counts")
+        for sig, n in data.items():
             counts[sig] = counts.get(sig, 0) + n
     return records, counts
+
+
+def _read_json(path: Path, what: str):
+    try:
+        return json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise CaptureError(f"unreadable {what} {path.resolve()}: {e}") from None
 
 
 def _dropped(out: Path, unmapped: list[dict], counts: dict[str, int]) -> tuple[list[dict], dict[str, int]]:
@@ -302,6 +322,17 @@ def compact(out: Path) -> int:
     .ptx.gz files, which every reader of a spec's PTX takes (chronos.kernels.spec.read_ptx_file)."""
     import gzip
 
+    from chronos.errors import SpecError
+    from chronos.kernels.spec import load_specs
+
+    try:  # malformed specs or identities are named before anything changes
+        if (out / "specs.json").is_file():
+            load_specs(out / "specs.json")
+    except SpecError as e:
+        raise CaptureError(f"{(out / 'specs.json').resolve()}: {e}") from None
+    identity = out / "triton.json"
+    if identity.is_file() and not isinstance(_read_json(identity, "identity file"), dict):
+        raise CaptureError(f"{(out / 'triton.json').resolve()} is not a map of kernels to Triton identities")
     done = 0
     for ptx in sorted((out / "ptx").glob("*.ptx")):
         ptx.with_name(ptx.name + ".gz").write_bytes(gzip.compress(ptx.read_bytes(), 9, mtime=0))
