@@ -99,3 +99,18 @@ def test_the_outputs_land_in_the_working_directory_not_beside_the_input(tmp_path
     ptx, report = tmp_path / "work" / f"{ROWMAX}.chronos.ptx", tmp_path / "work" / f"{ROWMAX}.chronos.json"
     assert ".maxnreg" in ptx.read_text() and json.loads(report.read_text())["kernel"] == ROWMAX
     assert f"PTX {ptx.resolve()}, report {report.resolve()}" in out, out  # absolute, wherever it ran
+
+
+def test_inputs_it_cannot_take_are_refused_before_any_work(tmp_path, capsys):
+    """A device, an oversized file, and outputs that cannot be written: one line, exit 2, nothing measured
+    (the outputs used to fail with a traceback after the work was done)."""
+    big = tmp_path / "big.ptx"
+    big.write_text("// padding\n" * 300_000)  # 3.3 MB: over chronos optimize's limit
+    ptx, spec = str(TRITON / f"{ROWMAX}.ptx"), ["--spec", str(TRITON / "specs.json"), *REPLAY]
+    for argv, says in [(["/dev/zero", *spec], "is not a regular file"),
+                       ([str(big), *spec], "chronos optimize takes PTX up to"),
+                       ([ptx, *spec, "--out", str(tmp_path / "no" / "x.ptx")], "its folder does not exist"),
+                       ([ptx, *spec, "--report", str(tmp_path)], "is a folder")]:
+        assert main(["optimize", *argv]) == 2
+        err = capsys.readouterr().err
+        assert says in err and err.count("\n") == 1, err

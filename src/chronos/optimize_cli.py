@@ -83,7 +83,30 @@ def _outputs(args: argparse.Namespace, src: Path) -> tuple[Path, Path]:
     input: a file written there makes the next run redo its jobs); absolute, so the printed paths are."""
     out = args.out or Path(src.with_suffix(".chronos.ptx").name)
     report = args.report or Path(src.with_suffix(".chronos.json").name)
-    return out.resolve(), report.resolve()
+    out, report = out.resolve(), report.resolve()
+    _writable(out, "--out")
+    _writable(report, "--report")
+    return out, report
+
+
+PTX_LIMIT = 2 << 20
+"""Bytes of PTX `chronos optimize` takes: 5x the largest kernel captured (FlexAttention's backward, 0.4 MB);
+its transforms and ptxas scale with the text (a 5 MB file took 15 minutes)."""
+
+
+def _read_input(src: Path) -> str:
+    from chronos.kernels.spec import read_ptx_file
+
+    if src.is_file() and src.stat().st_size > PTX_LIMIT:
+        raise ChronosError(f"{src.resolve()} is {src.stat().st_size} bytes; chronos optimize takes PTX up to "
+                           f"{PTX_LIMIT} bytes (one kernel: the largest captured is 0.4 MB)")
+    return read_ptx_file(src)
+
+
+def _writable(path: Path, flag: str) -> None:
+    if path.is_dir() or not path.parent.is_dir():
+        why = "is a folder" if path.is_dir() else "its folder does not exist"
+        raise ChronosError(f"{flag} {path}: {why}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -96,10 +119,8 @@ def run(args: argparse.Namespace) -> int:
     from chronos.search.atlas_replay import backend_with_atlas
 
     src = Path(args.file)
-    try:
-        ptx = src.read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise ChronosError(f"cannot read {src}: {e}") from e
+    ptx = _read_input(src)
+    out, report = _outputs(args, src)  # checked before the work, not after it
     cfg = load(args.params) if args.params.is_file() else Config()
     spec = _spec(args.spec, args.kernel, ptx, src)
     module, policy = parse(ptx, file=str(src)), load_model(args.checkpoint, action_space=cfg.actions).eval()
@@ -114,7 +135,6 @@ def run(args: argparse.Namespace) -> int:
     if row["verdict"] == "unmeasured":
         print(_unmeasured(args, spec.kernel, row), file=sys.stderr)
         return EXIT_UNMEASURED
-    out, report = _outputs(args, src)
     out.write_text(res.ptx)
     report.write_text(json.dumps(row, indent=1) + "\n")
     said = row.get("returned") or row.get("optimize", {}).get("returned", "?")
