@@ -43,7 +43,7 @@ from pathlib import Path
 from chronos.deploy_rule import deploys
 from chronos.errors import ChronosError
 from chronos.tune_args import resolve_paths
-from chronos.tune_summary import report_not_tuned, returned_candidate, triton_identity
+from chronos.tune_summary import read_part, report_not_tuned, returned_candidate, triton_identity
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -351,7 +351,7 @@ def write_db(dir_: Path, parts: Path, db_path: Path) -> dict:
 
     identity = triton_identity(dir_) or {}
     alignment = {s.kernel: s.alignment for s in load_specs(dir_ / "specs.json")}
-    rows = [json.loads(p.read_text()) for p in sorted(parts.glob("*.json"))]
+    rows = [read_part(p) for p in sorted(parts.glob("*.json"))]
     counts = {"kernels": len(rows), "faster": 0, "not_confirmed": 0, "entries": 0, "no_identity": 0}
     with TunedDB(db_path) as db:
         for row in rows:

@@ -21,13 +21,31 @@ import sys
 from pathlib import Path
 
 from chronos.deploy_rule import deploys
+from chronos.errors import ChronosError
 
 SUMMARY = "tune-summary.json"
 
 
 def triton_identity(dir_: Path) -> dict | None:
     """DIR/triton.json: each kernel's Triton identity as capture writes it; None without the file."""
-    return json.loads((dir_ / "triton.json").read_text()) if (dir_ / "triton.json").is_file() else None
+    path = dir_ / "triton.json"
+    if not path.is_file():
+        return None
+    data = read_part(path, "Triton identity file")
+    if not all(isinstance(v, dict) and {"hash", "name", "stock_ptx"} <= set(v) for v in data.values()):
+        raise ChronosError(f"{path}: not a map of kernels to Triton identities (hash, name, stock_ptx)")
+    return data
+
+
+def read_part(path: Path, what: str = "tune part") -> dict:
+    """A JSON object file of the tune (a part, triton.json), or one ChronosError naming it."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ChronosError(f"unreadable {what} {path}: {e}") from None
+    if not isinstance(data, dict):
+        raise ChronosError(f"{what} {path} is not a JSON object")
+    return data
 
 
 def returned_candidate(row: dict) -> dict | None:

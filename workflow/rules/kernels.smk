@@ -2,6 +2,7 @@
 rule kernels:
     input:
         "src/chronos/config.py",
+        "src/chronos/config_checks.py",
         "src/chronos/config_timing.py",
         "src/chronos/errors.py",
         "src/chronos/kernels",

@@ -41,7 +41,7 @@ OPTIONAL = {"random_results": "random-search results", "oracle": "oracle report"
             "triton_search": "Triton search results", "measure_triton_results": "Triton measurements",
             "confirm": "confirm report", "aa": "A/A test", "captured": "captured-workload summary",
             "headroom": "headroom report", "census": "census report", "heldout": "held-out evaluation",
-            "random_time": "random search in time"}
+            "random_time": "random search in time", "reliability": "bad-input benchmark"}
 
 
 def _read_inputs(reports: Path) -> dict:
@@ -85,6 +85,8 @@ def _body(args, cfg) -> None:
                               search, x["aa"])
     metrics.update(captured_metrics(x["captured"]))
     metrics.update(headroom_metrics(x["headroom"], x["census"], x["heldout"], x["random_time"]))
+    if x["reliability"]:  # benchmarks/bench_reliability.py: bad input through the CLI, counted
+        metrics["reliability"] = {k: x["reliability"][k] for k in ("inputs_tried", "tracebacks", "silent")}
     if (r / "heldout_curves.csv").is_file() and x["heldout"]:
         heldout_curves(pd.read_csv(r / "heldout_curves.csv"), figures / "heldout_curves.png")
     write_json(r / "metrics.json", metrics, indent=1, sort_keys=True)
