@@ -305,3 +305,17 @@ def test_a_warm_cache_never_serves_a_tuned_binary_to_another_driver(env, stock):
     assert compile_add().asm["ptx"] == stock.asm["ptx"]
     s = ct.stats()
     assert (s["swapped"], s["cached"], s["missed"]) == (0, 0, 1) and "driver" in s["reasons"]["add_kernel"]
+
+
+def test_a_remote_or_custom_cache_manager_is_refused_on_every_triton(env, stock, monkeypatch):
+    """A tuned cubin stored by a remote cache under the stock compile hash would reach processes that never
+    enabled Chronos: enable() refuses any manager but Triton's file cache, whatever the Triton version."""
+    from triton.runtime.cache import CacheManager
+
+    class Remote(CacheManager):  # a stand-in for RemoteCacheManager (which needs a server)
+        pass
+
+    monkeypatch.setattr(triton.knobs.cache, "manager_class", Remote)
+    db = make_db(env / "t.sqlite", stock, tune(stock.asm["ptx"]))
+    with pytest.raises(ToolchainError, match="cache manager Remote"):
+        ct.enable(db)

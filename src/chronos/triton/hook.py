@@ -267,15 +267,16 @@ def _triton():
     if not hasattr(getattr(knobs, "runtime", None), "add_stages_inspection_hook"):
         raise ToolchainError(f"Triton {version} has no knobs.runtime.add_stages_inspection_hook: deploying "
                              "tuned PTX needs Triton >= 3.6 (pip install triton==3.6.0)")
-    if not _folds_hook_key(version):
-        from triton.runtime.cache import FileCacheManager
+    from triton.runtime.cache import FileCacheManager
 
-        manager = knobs.cache.manager_class
-        if manager is not None and not issubclass(manager, FileCacheManager):
-            raise ToolchainError(f"Triton {version} with cache manager {manager.__name__} "
-                                 "(TRITON_CACHE_MANAGER): "
-                                 "its key ignores the stage hook and Chronos can only isolate file caches by "
-                                 "directory; unset it or use Triton >= 3.7")
+    manager = knobs.cache.manager_class
+    if manager is not None and not issubclass(manager, FileCacheManager):
+        # Chronos keeps tuned binaries apart by cache folder; a remote or custom manager could store a tuned
+        # cubin under the stock compile hash and hand it to a process that never enabled Chronos
+        raise ToolchainError(f"Triton {version} with cache manager {manager.__name__} "
+                             "(TRITON_CACHE_MANAGER): Chronos deploys only over Triton's file cache, whose "
+                             "folder it keys by the DB, GPU and driver; unset TRITON_CACHE_MANAGER for runs "
+                             "with a tuned DB")
     return knobs
 
 
@@ -360,6 +361,7 @@ def stats() -> dict:
     """Counts and names of the kernels swapped, missed and rejected since the last enable(), with reasons."""
     session = _STATE["session"] or _STATE["last"]
     if session is None:
-        return {"enabled": False, "swapped": 0, "missed": 0, "rejected": 0, "swapped_names": [],
-                "missed_names": [], "rejected_names": [], "reasons": {}}
+        outcomes = ("swapped", "missed", "rejected", "cached", "cached_stock")  # the keys a session reports
+        return {"enabled": False, **dict.fromkeys(outcomes, 0), **{f"{k}_names": [] for k in outcomes},
+                "reasons": {}}
     return session.stats()
