@@ -161,8 +161,30 @@ def test_damaged_files_are_errors_naming_the_file(tmp_path):
         put(db)
     with sqlite3.connect(edited) as raw:  # a hand edit past the triggers: drop them, change the PTX
         raw.executescript("DROP TRIGGER no_update; UPDATE tuned SET ptx = ptx || ' ';")
-    with TunedDB(edited, readonly=True) as db, pytest.raises(TunedDBError, match="row 1 does not match"):
+    with TunedDB(edited, readonly=True) as db, pytest.raises(TunedDBError, match="row 1 fails its checksum"):
         db.get(key())
+
+
+@pytest.mark.parametrize(("column", "value"), [("ratio", 0.08), ("ci_high", 0.86), ("actions", '["vec_ld"]'),
+                                                ("created_at", "2020-01-01T00:00:00")])
+def test_a_changed_value_in_any_column_fails_the_row_checksum(tmp_path, column, value):
+    """Every column is summed: a flipped ratio would be shown, a flipped action derived, without it."""
+    path = tmp_path / "t.sqlite"
+    with TunedDB(path) as db:
+        put(db)
+    with sqlite3.connect(path) as raw:
+        raw.executescript("DROP TRIGGER no_update;")
+        raw.execute(f"UPDATE tuned SET {column} = ?", (value,))
+    with TunedDB(path, readonly=True) as db, pytest.raises(TunedDBError, match="fails its checksum"):
+        db.entries()
+
+
+def test_a_db_of_the_older_schema_says_how_to_write_it_again(tmp_path):
+    path = tmp_path / "v1.sqlite"
+    with sqlite3.connect(path) as raw:
+        raw.executescript("CREATE TABLE tuned (id INTEGER PRIMARY KEY); PRAGMA user_version = 1;")
+    with pytest.raises(TunedDBError, match="an older Chronos wrote it: write it again"):
+        TunedDB(path, readonly=True)
 
 
 def test_show_is_a_table(tmp_path):

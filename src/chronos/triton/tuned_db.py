@@ -33,7 +33,8 @@ from chronos.variant import sha256_text
 ACTION_SPACE = "seed-20"
 """Version of the action space whose transforms produced the tuned PTX (the seed's 20 transforms)."""
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""2: every row carries `row_sha256` over all its other columns, verified on every read."""
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS tuned (
@@ -55,7 +56,8 @@ CREATE TABLE IF NOT EXISTS tuned (
     ci_high REAL NOT NULL,
     verification TEXT NOT NULL,
     provenance TEXT NOT NULL,
-    created_at TEXT NOT NULL
+    created_at TEXT NOT NULL,
+    row_sha256 TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS by_key ON tuned (key, id);
 CREATE TRIGGER IF NOT EXISTS no_update BEFORE UPDATE ON tuned
@@ -161,6 +163,14 @@ class Entry:
 _KEY_COLS = tuple(f.name for f in fields(TunedKey))
 _COLS = ("key", *_KEY_COLS, "actions", "ptx", "ptx_sha256", "ratio", "ci_low", "ci_high", "verification",
          "provenance", "created_at")
+_SUMMED = _COLS
+_COLS = (*_COLS, "row_sha256")
+
+
+def _row_digest(row: dict) -> str:
+    """sha256 over every column but the checksum itself (SQLite returns REALs bit for bit, so a read row
+    hashes as it was written): a flipped bit anywhere in a row is caught on read, not deployed or shown."""
+    return hashlib.sha256(json.dumps([row[c] for c in _SUMMED], allow_nan=False).encode()).hexdigest()
 
 
 def _now() -> str:
@@ -228,6 +238,8 @@ class TunedDB:
                                         ).fetchone() is not None
         if version != SCHEMA_VERSION or not has_table:
             why = "it is empty: 0 bytes" if self.path.stat().st_size == 0 else "a truncated or foreign file?"
+            if has_table and 0 < version < SCHEMA_VERSION:
+                why = "an older Chronos wrote it: write it again with chronos tune DIR --merge-only --db NEW"
             raise TunedDBError(f"tuned DB {self.path} has schema version {version} and "
                                f"{'a' if has_table else 'no'} table 'tuned'; this Chronos reads version "
                                f"{SCHEMA_VERSION} ({why})")
@@ -249,6 +261,7 @@ class TunedDB:
                "ptx_sha256": entry.ptx_sha256, "ratio": entry.ratio, "ci_low": entry.ci[0],
                "ci_high": entry.ci[1], "verification": _json(verification, "verification"),
                "provenance": _json(entry.provenance, "provenance"), "created_at": entry.created_at}
+        row["row_sha256"] = _row_digest(row)
         with self._errors("write to"):
             cur = self.db.execute(f"INSERT INTO tuned ({', '.join(_COLS)}) "
                                   f"VALUES ({', '.join('?' * len(_COLS))})", [row[c] for c in _COLS])
@@ -265,13 +278,16 @@ class TunedDB:
         """A row -> Entry, refusing a row of the wrong types (SQLite stores what it is given) or whose
         stored key or PTX hash does not match its content."""
         texts = ("key", *_KEY_COLS, "actions", "ptx", "ptx_sha256", "verification", "provenance",
-                 "created_at")
+                 "created_at", "row_sha256")
         bad = [c for c in texts if not isinstance(d[c], str)]
         bad += [c for c in ("ratio", "ci_low", "ci_high") if isinstance(d[c], bool)
                 or not isinstance(d[c], (int, float)) or not math.isfinite(d[c])]
         if bad:
             raise TunedDBError(f"tuned DB {self.path}: row {d['id']} has values of the wrong type in "
                                f"{', '.join(bad)} (edited by hand or damaged)")
+        if _row_digest(d) != d["row_sha256"]:
+            raise TunedDBError(f"tuned DB {self.path}: row {d['id']} fails its checksum (a flipped bit, or "
+                               "edited by hand): restore the file or write it again from the tune parts")
         key = TunedKey(**{c: d[c] for c in _KEY_COLS})
         if key.key() != d["key"] or sha256_text(d["ptx"]) != d["ptx_sha256"]:
             raise TunedDBError(f"tuned DB {self.path}: row {d['id']} does not match its own key or PTX hash "
