@@ -183,10 +183,8 @@ class GpuRunner:
     def _args(self, spec: KernelSpec, bufs: dict) -> list:
         out = []
         for a in spec.args:
-            if a.kind == "buffer":
-                out.append(np.uintp(int(bufs[a.name])))
-            elif a.kind == "alias":
-                out.append(np.uintp(int(bufs[a.alias_of]) + a.offset))
+            if a.kind in ("buffer", "alias"):  # an alias points into its holder's allocation
+                out.append(np.uintp(int(bufs[a.alias_of or a.name]) + (a.offset or 0)))
             elif a.kind == "null":
                 out.append(np.uintp(0))
             else:
