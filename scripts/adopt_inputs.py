@@ -133,6 +133,7 @@ def add_missing(recap: Path, corpus: Path) -> list[str]:
     names = {s.kernel for s in added}
     cap["per_kernel"] += [k for k in theirs["per_kernel"] if k["kernel"] in names]
     cap["kernels"] = len(ours) + len(added)
+    cap["distinct_ptx"] = len({i["stock_ptx"] for i in triton_ids[corpus].values()})
     cap["added"] = sorted(names)
     (corpus / "capture.json").write_text(json.dumps(cap, indent=1) + "\n")
     return sorted(names)

@@ -129,5 +129,5 @@ def test_add_missing_adds_the_recaptures_new_kernel_and_its_drop_list(tmp_path):
     assert (corpus / kernels[-1]["ptx"]).is_file()
     after = json.loads((corpus / "capture.json").read_text())
     assert after["dropped_launches"] == 0 and after["unmapped"] == []
-    assert after["added"] == [kernels[-1]["kernel"]]
+    assert after["added"] == [kernels[-1]["kernel"]] and after["distinct_ptx"] == after["kernels"] == 8
     assert mod.add_missing(recap, corpus) == []  # nothing left to add: a second run changes nothing
