@@ -44,18 +44,15 @@ def _spec_ptx(d: Path, kernel_prefix: str, value) -> None:
 
 
 def _tuned_db(work: Path, column: str, value) -> Path:
-    """A tuned DB of one entry (written from attorch's parts), then a copy of its row with one column replaced
-    by what a hand edit could leave there."""
+    """A tuned DB of attorch's entries (written from its parts) with one column of its newest row replaced by
+    what a hand edit could leave there."""
     db = work / f"db_{column}.sqlite"
     subprocess.run([PY, "-m", "chronos.cli", "tune", str(ATTORCH), "--merge-only", "--db", str(db),
                     "--parts", str(ATTORCH / "tune-parts")], capture_output=True, check=True)
-    raw = sqlite3.connect(db)
-    cols = [r[1] for r in raw.execute("PRAGMA table_info(tuned)") if r[1] != "id"]
-    row = dict(zip(cols, raw.execute(f"SELECT {', '.join(cols)} FROM tuned LIMIT 1").fetchone(), strict=True))
-    row[column] = value
-    with raw:
-        raw.execute(f"INSERT INTO tuned ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
-                    tuple(row.values()))
+    with sqlite3.connect(db) as raw:  # a hand edit need not respect the append-only triggers
+        for (trigger,) in raw.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall():
+            raw.execute(f"DROP TRIGGER {trigger}")
+        raw.execute(f"UPDATE tuned SET {column} = ? WHERE id = (SELECT max(id) FROM tuned)", (value,))
     raw.close()
     return db
 
@@ -91,6 +88,30 @@ def _flipped_store(work: Path) -> Path:
                 body = body[:digit] + chr(ord(body[digit]) ^ 1) + body[digit + 1:]
                 db.execute("UPDATE comparisons SET body = ? WHERE id = ?", (body, rid))
     db.close()
+    return path
+
+
+def _flipped_measurements(work: Path) -> Path:
+    """A copy of the gemm_tile store with one bit flipped in the cycle count of every gemm_tile(2,2,2) row."""
+    path = work / "flipped_gemm.sqlite"
+    shutil.copyfile(ROOT / "data/store/measurements.sqlite", path)
+    db = sqlite3.connect(path)
+    db.execute("DROP TRIGGER IF EXISTS no_update")
+    with db:
+        for rid, cycles in db.execute("SELECT id, cycles_median FROM measurements WHERE kernel = "
+                                      "'gemm_tile(2,2,2)' AND cycles_median IS NOT NULL").fetchall():
+            flipped = float(int(cycles) ^ 4)
+            db.execute("UPDATE measurements SET cycles_median = ? WHERE id = ?", (flipped, rid))
+    db.close()
+    return path
+
+
+def _schema1_store(work: Path) -> Path:
+    """A copy of attorch's store that says schema 1 (rows without checksums)."""
+    path = work / "schema1.sqlite"
+    shutil.copyfile(ATTORCH / "measurements.sqlite", path)
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA user_version = 1")
     return path
 
 
@@ -174,6 +195,12 @@ def cases(work: Path) -> list[tuple[str, list[str]]]:
                                        str(_legacy_checkpoint(work))]),
         ("store: a bit flipped in a stored time", [*tune, str(fresh("c12")), "--backend", "replay", "--store",
                                                    str(_flipped_store(work)), *only]),
+        ("store: a bit flipped in a measured cycle count", [
+            *optimize, gemm, "--spec", str(GEMM / "specs.json"), "--backend", "replay", "--store",
+            str(_flipped_measurements(work)), "--checkpoint", str(ROOT / "models/checkpoint_best.pt"),
+            "--params", str(ROOT / "params.yaml")]),
+        ("store: schema 1 (rows without checksums)", [*tune, str(fresh("c13")), "--backend", "replay",
+                                                      "--store", str(_schema1_store(work)), *only]),
     ]
 
 

@@ -31,7 +31,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from chronos.errors import ChronosError, SpecError
+from chronos.errors import ChronosError, SpecError, read_json_file
 from chronos.kernels.spec import KernelSpec, write_specs
 from chronos.ptx import parse
 from chronos.triton import bootstrap
@@ -243,10 +243,7 @@ def _read_records(out: Path) -> tuple[list[dict], dict[str, int]]:
 
 
 def _read_json(path: Path, what: str):
-    try:
-        return json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise CaptureError(f"unreadable {what} {path.resolve()}: {e}") from None
+    return read_json_file(path.resolve(), what, error=CaptureError)
 
 
 def _dropped(out: Path, unmapped: list[dict], counts: dict[str, int]) -> tuple[list[dict], dict[str, int]]:

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from chronos.deploy_rule import deploys
-from chronos.errors import ChronosError
+from chronos.errors import ChronosError, read_json_file
 
 SUMMARY = "tune-summary.json"
 
@@ -39,13 +39,7 @@ def triton_identity(dir_: Path) -> dict | None:
 
 def read_part(path: Path, what: str = "tune part") -> dict:
     """A JSON object file of the tune (a part, triton.json), or one ChronosError naming it."""
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ChronosError(f"unreadable {what} {path}: {e}") from None
-    if not isinstance(data, dict):
-        raise ChronosError(f"{what} {path} is not a JSON object")
-    return data
+    return read_json_file(path, what, object_only=True)
 
 
 def returned_candidate(row: dict) -> dict | None:

@@ -142,3 +142,99 @@ def test_a_truncated_store_is_a_store_error(tmp_path):
     path.write_bytes(data[: len(data) // 2])
     with pytest.raises(StoreError, match=str(path)):
         Store(path, readonly=True).all()
+
+
+# Row checksums (schema 2): a changed value that still decodes is an error naming the file and row.
+
+def _flip_time(path, table: str, sql: str) -> None:
+    raw = sqlite3.connect(path)
+    raw.execute(f"DROP TRIGGER IF EXISTS {'no_update' if table == 'measurements' else 'no_update_cmp'}")
+    with raw:
+        raw.execute(sql)
+    raw.close()
+
+
+def test_a_changed_time_fails_its_row_checksum(tmp_path):
+    path = tmp_path / "m.sqlite"
+    s = Store(path)
+    s.insert(rec(time_ms_median=0.00584))
+    s.insert(rec(ptx_sha256="p2", time_ms_median=0.00584))
+    s.close()
+    _flip_time(path, "measurements", "UPDATE measurements SET time_ms_median = 0.00486 WHERE id = 2")
+    s = Store(path, readonly=True)
+    assert s.latest("k", "p1", "h1").time_ms_median == 0.00584  # the untouched row still reads
+    with pytest.raises(StoreError, match=f"measurement store {path}: measurements row 2 fails its checksum"):
+        s.latest("k", "p2", "h1")
+    with pytest.raises(StoreError, match="row 2 fails its checksum"):
+        s.all()
+
+
+def test_a_changed_comparison_body_fails_its_checksum(tmp_path):
+    path = tmp_path / "m.sqlite"
+    s = Store(path)
+    prov = {"gpu": "G", "driver": "d", "ptxas": "13.0.88"}
+    s.insert_comparison("k", "ck", "th", prov, {"event_ms": [0.0123]})
+    assert s.latest_comparison("k", "ck", "th")[0] == {"event_ms": [0.0123]}
+    s.close()
+    _flip_time(path, "comparisons", "UPDATE comparisons SET body = '{\"event_ms\": [0.0133]}'")
+    with pytest.raises(StoreError, match=f"{path}: comparisons row 1 fails its checksum"):
+        Store(path, readonly=True).latest_comparison("k", "ck", "th")
+
+
+def test_values_round_trip_through_their_checksum(tmp_path):
+    s = Store(tmp_path / "m.sqlite")
+    s.insert(rec(cycles_median=100, time_ms_median=float("nan"), registers=32.0, valid=1, extra={"x": 1.5}))
+    got = s.latest("k", "p1", "h1")  # an int in a REAL column, NaN, a float in an INTEGER column
+    assert got.cycles_median == 100.0 and got.time_ms_median is None and got.registers == 32
+
+
+def _schema1_store(path) -> None:
+    from chronos.measure.store import SCHEMA
+    old = SCHEMA.replace(",\n    row_sha256 TEXT NOT NULL", "")
+    assert "row_sha256" not in old
+    raw = sqlite3.connect(path)
+    raw.executescript(old)
+    raw.execute("INSERT INTO measurements (kernel, ptx_sha256, cubin_sha256, gpu, driver, ptxas, "
+                "config_hash, actions, cycles_median, valid, created_at) VALUES ('k', 'p1', 'c1', 'G', 'd', "
+                "'13.0.88', 'h1', '[\"vec_ld\"]', 100.0, 1, 't')")
+    raw.execute("INSERT INTO comparisons (kernel, contenders_key, timing_hash, gpu, driver, ptxas, body, "
+                "created_at) VALUES ('k', 'ck', 'th', 'G', 'd', 'x', '{}', 't')")
+    raw.commit()
+    raw.close()
+
+
+def test_a_schema_1_store_is_refused_with_the_command_that_upgrades_it(tmp_path, capsys):
+    from chronos.measure.store_upgrade import main
+
+    path = tmp_path / "m.sqlite"
+    _schema1_store(path)
+    for readonly in (True, False):
+        with pytest.raises(StoreError, match=f"{path} has schema 1.*store_upgrade {path}"):
+            Store(path, readonly=readonly)
+    assert main([str(path)]) == 0
+    assert "1 measurements and 1 comparisons sealed" in capsys.readouterr().out
+    s = Store(path, readonly=True)
+    got = s.latest("k", "p1", "h1")
+    assert got.id == 1 and got.cycles_median == 100.0 and s.latest_comparison("k", "ck", "th")[0] == {}
+    s.close()
+    assert main([str(path)]) == 1 and "already has schema 2" in capsys.readouterr().err
+
+
+def test_reading_a_closed_store_leaves_no_files_beside_it(tmp_path):
+    path = tmp_path / "m.sqlite"
+    _store_with(path, 2)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.sqlite"]  # back in rollback-journal mode
+    s = Store(path, readonly=True)
+    assert len(s.all()) == 2
+    s.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.sqlite"]
+
+
+def test_committed_stores_are_sealed():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    for rel in ("data/store/measurements.sqlite", "data/library/attorch/measurements.sqlite"):
+        s = Store(root / rel, readonly=True)
+        assert s.all() or rel.startswith("data/library")  # every row verified
+        s.close()

@@ -6,12 +6,19 @@ from it (read-only), and `latest_by_cubin` lets identical SASS be measured only 
 
 Every open runs `PRAGMA quick_check` (a damaged b-tree can return altered rows without any error) and every
 SQLite error becomes a StoreError naming the file; the atlas uses the same `open_sqlite` and `sqlite_errors`.
+Every row carries `row_sha256`, a checksum over all its columns, verified whenever it is read: a flipped bit
+that still decodes as a valid number (which quick_check cannot see) is an error naming the file and row.
+Schema 2 (`PRAGMA user_version`); a schema-1 store is refused with the command that rewrites it
+(`python -m chronos.measure.store_upgrade PATH`). A writer leaves the file in rollback-journal mode when it
+closes, so that read-only opens of a committed store create no `-wal`/`-shm` files beside it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
+import math
 import sqlite3
 import threading
 import time
@@ -38,7 +45,8 @@ CREATE TABLE IF NOT EXISTS measurements (
     reason TEXT NOT NULL DEFAULT '',
     log TEXT NOT NULL DEFAULT '',
     extra TEXT NOT NULL DEFAULT '{}',
-    created_at TEXT NOT NULL
+    created_at TEXT NOT NULL,
+    row_sha256 TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS by_ptx ON measurements (kernel, ptx_sha256, config_hash);
 CREATE INDEX IF NOT EXISTS by_cubin ON measurements (cubin_sha256, config_hash);
@@ -55,7 +63,8 @@ CREATE TABLE IF NOT EXISTS comparisons (
     driver TEXT NOT NULL,
     ptxas TEXT NOT NULL,
     body TEXT NOT NULL,
-    created_at TEXT NOT NULL
+    created_at TEXT NOT NULL,
+    row_sha256 TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS by_contenders ON comparisons (kernel, contenders_key, timing_hash);
 CREATE TRIGGER IF NOT EXISTS no_update_cmp BEFORE UPDATE ON comparisons
@@ -63,6 +72,7 @@ CREATE TRIGGER IF NOT EXISTS no_update_cmp BEFORE UPDATE ON comparisons
 CREATE TRIGGER IF NOT EXISTS no_delete_cmp BEFORE DELETE ON comparisons
     BEGIN SELECT RAISE(ABORT, 'comparisons are append-only'); END;
 """
+SCHEMA_VERSION = 2
 
 
 @dataclass
@@ -96,9 +106,29 @@ class Record:
         return d
 
 
-_COLS = ("kernel", "ptx_sha256", "cubin_sha256", "gpu", "driver", "ptxas", "config_hash", "actions",
-         "cycles_median", "cycles_iqr", "time_ms_median", "time_ms_iqr", "registers", "spills", "valid",
-         "reason", "log", "extra", "created_at")
+MEASUREMENT_COLS = (
+    "kernel", "ptx_sha256", "cubin_sha256", "gpu", "driver", "ptxas", "config_hash", "actions",
+    "cycles_median", "cycles_iqr", "time_ms_median", "time_ms_iqr", "registers", "spills", "valid", "reason",
+    "log", "extra", "created_at")
+CMP_COLS = ("kernel", "contenders_key", "timing_hash", "gpu", "driver", "ptxas", "body", "created_at")
+_REAL = {"cycles_median", "cycles_iqr", "time_ms_median", "time_ms_iqr"}
+_INT = {"registers", "spills", "valid"}
+
+
+def canonical(col: str, value):
+    """The value as SQLite stores and returns it (so that the checksum of what is written equals the checksum
+    of what is read): REAL columns as float, NaN as NULL (SQLite's own conversion), INTEGER columns as int."""
+    if value is None:
+        return None
+    if col in _REAL:
+        value = float(value)
+        return None if math.isnan(value) else value
+    return int(value) if col in _INT else value
+
+
+def row_checksum(table: str, values: list) -> str:
+    """sha256 over a row's columns (without its id, which SQLite assigns on insert); floats by repr, exact."""
+    return hashlib.sha256(json.dumps([table, *values], separators=(",", ":")).encode()).hexdigest()
 
 
 def open_sqlite(path: Path, what: str, *, readonly: bool, table: str | None, **kw) -> sqlite3.Connection:
@@ -152,16 +182,36 @@ class Store:
         self.db = open_sqlite(self.path, "measurement store", readonly=readonly,
                               table="measurements" if readonly else None,
                               check_same_thread=False, timeout=60)
-        if not readonly:
-            try:
+        self.readonly = readonly
+        try:
+            self._check_schema()
+            if not readonly:
                 self.db.execute("PRAGMA journal_mode=WAL")
                 self.db.execute("PRAGMA synchronous=NORMAL")
                 self.db.executescript(SCHEMA)
+                self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
                 self.db.commit()
-            except sqlite3.Error as e:
-                self.db.close()
-                raise StoreError(f"cannot open measurement store {self.path}: {e}") from e
+        except sqlite3.Error as e:
+            self.db.close()
+            raise StoreError(f"cannot open measurement store {self.path}: {e}") from e
+        except StoreError:
+            self.db.close()
+            raise
         self.lock = threading.Lock()
+
+    def _check_schema(self) -> None:
+        """A store with rows but an older schema (no row checksums) is refused with the command that
+        rewrites it; an empty or new file takes the current schema."""
+        version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        has_rows = self.db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = "
+                                   "'measurements'").fetchone() is not None
+        if has_rows and version < SCHEMA_VERSION:
+            raise StoreError(f"measurement store {self.path} has schema {version or 1} (rows without "
+                             f"checksums); rewrite it once with `python -m chronos.measure.store_upgrade "
+                             f"{self.path}`")
+        if version > SCHEMA_VERSION:
+            raise StoreError(f"measurement store {self.path} has schema {version}, newer than this Chronos "
+                             f"({SCHEMA_VERSION}); update Chronos")
 
     def journal_mode(self) -> str:
         with sqlite_errors(self.path, "measurement store"):
@@ -173,24 +223,32 @@ class Store:
         row["actions"] = json.dumps(list(rec.actions))
         row["extra"] = json.dumps(rec.extra, sort_keys=True)
         row["valid"] = int(bool(rec.valid))
+        values = [canonical(c, row[c]) for c in MEASUREMENT_COLS]
+        cols = (*MEASUREMENT_COLS, "row_sha256")
         with self.lock:
             try:
                 cur = self.db.execute(
-                    f"INSERT INTO measurements ({', '.join(_COLS)}) VALUES ({', '.join('?' * len(_COLS))})",
-                    [row[c] for c in _COLS])
+                    f"INSERT INTO measurements ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                    [*values, row_checksum("measurements", values)])
                 self.db.commit()
             except sqlite3.Error as e:
                 raise StoreError(f"cannot write to {self.path}: {e}") from e
         rec.id = cur.lastrowid
         return rec
 
+    def _verified(self, table: str, rid: int, values: list, stored: str) -> None:
+        if row_checksum(table, values) != stored:
+            raise StoreError(f"measurement store {self.path}: {table} row {rid} fails its checksum (a value "
+                             f"changed on disk); restore the file from its committed copy")
+
     def _rows(self, where: str, params: list) -> list[Record]:
         with self.lock, sqlite_errors(self.path, "measurement store"):
-            rows = self.db.execute(f"SELECT id, {', '.join(_COLS)} FROM measurements WHERE {where} "
-                                   "ORDER BY id DESC", params).fetchall()
+            rows = self.db.execute(f"SELECT id, {', '.join(MEASUREMENT_COLS)}, row_sha256 FROM measurements "
+                                   f"WHERE {where} ORDER BY id DESC", params).fetchall()
         out = []
         for r in rows:
-            d = dict(zip(("id", *_COLS), r, strict=True))
+            self._verified("measurements", r[0], list(r[1:-1]), r[-1])
+            d = dict(zip(("id", *MEASUREMENT_COLS), r[:-1], strict=True))
             try:
                 d["actions"] = tuple(json.loads(d["actions"]))
                 d["extra"] = json.loads(d["extra"])
@@ -229,12 +287,13 @@ class Store:
                           body: dict) -> str:
         """Append one side-by-side comparison (chronos.measure.comparison); returns its created_at."""
         now = _now()
+        values = [kernel, contenders_key, timing_hash, prov["gpu"], prov["driver"], prov["ptxas"],
+                  json.dumps(body, sort_keys=True), now]
         with self.lock:
             try:
-                self.db.execute("INSERT INTO comparisons (kernel, contenders_key, timing_hash, gpu, driver, "
-                                "ptxas, body, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                                (kernel, contenders_key, timing_hash, prov["gpu"], prov["driver"],
-                                 prov["ptxas"], json.dumps(body, sort_keys=True), now))
+                self.db.execute(f"INSERT INTO comparisons ({', '.join(CMP_COLS)}, row_sha256) VALUES "
+                                f"({', '.join('?' * (len(CMP_COLS) + 1))})",
+                                [*values, row_checksum("comparisons", values)])
                 self.db.commit()
             except sqlite3.Error as e:
                 raise StoreError(f"cannot write to {self.path}: {e}") from e
@@ -244,7 +303,7 @@ class Store:
                           gpu: str | None = None) -> tuple[dict, dict] | None:
         """(body, {gpu, driver, ptxas, created_at}) of the newest comparison with this key, or None (also
         for a store made before comparisons existed)."""
-        sql = ("SELECT body, gpu, driver, ptxas, created_at FROM comparisons WHERE kernel = ? AND "
+        sql = (f"SELECT id, {', '.join(CMP_COLS)}, row_sha256 FROM comparisons WHERE kernel = ? AND "
                "contenders_key = ? AND timing_hash = ?")
         params = [kernel, contenders_key, timing_hash]
         if gpu is not None:
@@ -256,15 +315,23 @@ class Store:
             row = self.db.execute(sql + " ORDER BY id DESC LIMIT 1", params).fetchone()
         if row is None:
             return None
+        self._verified("comparisons", row[0], list(row[1:-1]), row[-1])
+        got = dict(zip(CMP_COLS, row[1:-1], strict=True))
         try:
-            body = json.loads(row[0])
+            body = json.loads(got["body"])
         except ValueError as e:
             raise StoreError(f"cannot read measurement store {self.path}: comparison of {kernel}: {e}") from e
-        return body, {"gpu": row[1], "driver": row[2], "ptxas": row[3], "created_at": row[4]}
+        return body, {k: got[k] for k in ("gpu", "driver", "ptxas", "created_at")}
 
     def all(self) -> list[Record]:
         return list(reversed(self._rows("1 = 1", [])))
 
     def close(self) -> None:
+        """A writer checkpoints the WAL and returns the file to rollback-journal mode (if no other connection
+        holds it), so that the file alone is the store and read-only opens create nothing beside it."""
         with self.lock:
+            if not self.readonly:
+                with contextlib.suppress(sqlite3.Error):
+                    self.db.execute("PRAGMA busy_timeout = 0")  # another writer: leave WAL, do not wait
+                    self.db.execute("PRAGMA journal_mode=DELETE")
             self.db.close()
