@@ -33,10 +33,9 @@ from chronos.actions import STOP
 from chronos.errors import TrainingDivergedError
 from chronos.rl.checkpoint import load_model
 from chronos.rl.decode import greedy_decode, split_obs
-from chronos.rl.env import TransformEnv
-from chronos.rl.grpo import train_grpo
-from chronos.stages.grpo import load_env_kernels, write_curves
-from chronos.stages.measuring import open_backend
+from chronos.rl.env import TransformEnv, load_env_kernels
+from chronos.rl.grpo import train_grpo, write_curves
+from chronos.search.atlas_replay import backend_with_atlas
 
 COLLAPSE_FRACTION = 0.5  # collapsed: the train kernels' mean change has lost over half of the BC start's ...
 COLLAPSE_HOLD = 25  # ... and stays so for this many epochs (or to the end of the run)
@@ -76,7 +75,7 @@ def run(args) -> int:
     cfg = grpo_config(args.params, args.set)
     cfg = dataclasses.replace(cfg, grpo=dataclasses.replace(cfg.grpo, log_interval=1))
     heldout = list(cfg.split.heldout_kernels)
-    backend = open_backend(argparse.Namespace(backend="replay", store=args.store), cfg)
+    backend = backend_with_atlas("replay", args.store, cfg.measure)
     stops: dict[int, dict] = {}
     try:
         env = TransformEnv(load_env_kernels(args.kernels), backend, cfg.grpo.env, action_space=cfg.actions)

@@ -24,9 +24,9 @@ from pathlib import Path
 from chronos.config import load
 from chronos.kernels.spec import load_module
 from chronos.measure.backend import ReplayBackend
+from chronos.rl.heldout import distinct_picks
 from chronos.search.runs import kernels_of
 from chronos.search.timed import TimedEvaluator
-from chronos.stages.heldout import distinct_picks
 
 
 def pair(cmp, idx: dict, a: str, b: str, cfg) -> str:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from chronos.stages.heldout import methods_in, side_by_side_gain
+from chronos.rl.heldout import methods_in, side_by_side_gain
 
 
 def gains(rows: list[dict]) -> tuple[list[str], np.ndarray]:

@@ -17,7 +17,7 @@ import json
 import math
 from pathlib import Path
 
-from chronos.stages.heldout import SHARED, methods_in, picks_of, side_by_side_gain, totals
+from chronos.rl.heldout import SHARED, methods_in, picks_of, side_by_side_gain, totals
 
 L2_LAST = "l2_evict_last"
 

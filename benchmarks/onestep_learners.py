@@ -28,8 +28,8 @@ import numpy as np
 
 from chronos.actions import STOP, resolve_space
 from chronos.config import load
+from chronos.rl.heldout import fixed_action, fixed_ranking, legal_top, load_decisions, picks_of
 from chronos.rl.onestep import best_action, deployed_gain
-from chronos.stages.heldout import fixed_action, fixed_ranking, legal_top, load_decisions, picks_of
 
 METHODS = ("fixed", "fixed_top3", "knn_1", "knn_3", "knn_7", "ridge")
 

@@ -29,3 +29,63 @@ def test_functions_stay_short():
                 if n > MAX_FUNCTION_LINES:
                     long[f"{f.relative_to(SRC)}:{node.lineno} {node.name}"] = n
     assert not long, f"functions over {MAX_FUNCTION_LINES} lines (split them into named steps): {long}"
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(SRC.parent).with_suffix("")
+    return ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module -> the chronos modules it imports, at module level or inside a function (where lint-imports'
+    layers see a package as one layer, a loop between two of its modules can hide)."""
+    names = {_module_name(f): f for f in _modules()}
+
+    def resolve(name: str) -> str | None:
+        while name and name not in names:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {m: set() for m in names}
+    for mod, path in names.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            found = []
+            module = node.module or "" if isinstance(node, ast.ImportFrom) else ""
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and module.startswith("chronos"):
+                found = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            elif isinstance(node, ast.Import):
+                found = [a.name for a in node.names if a.name.startswith("chronos")]
+            for target in filter(None, map(resolve, found)):
+                if target != mod and not mod.startswith(target + "."):  # a package's own __init__
+                    graph[mod].add(target)
+    return graph
+
+
+def test_no_import_loops_anywhere():
+    graph = import_graph()
+    loops = []
+    for start in graph:  # a path from a module's import back to itself
+        seen, stack = set(), [(start, (start,))]
+        while stack:
+            node, path = stack.pop()
+            for nxt in graph[node]:
+                if nxt == start:
+                    loops.append(" -> ".join((*path, start)))
+                elif nxt not in seen:
+                    seen.add(nxt)
+                    stack.append((nxt, (*path, nxt)))
+    assert not loops, f"import loops (move what both need below both): {sorted(set(loops))[:5]}"
+
+
+def test_stages_are_shells_that_import_no_other_stage():
+    """A stage (a module of chronos.stages with a __main__) imports the library and the stages' shared shell
+    helpers, never another stage; benchmarks and experiments import the library, never a stage."""
+    stages = {_module_name(f) for f in (SRC / "stages").glob("*.py") if "__main__" in f.read_text()}
+    graph = import_graph()
+    crossing = {s: sorted(graph[s] & stages) for s in stages if graph[s] & stages}
+    assert not crossing, f"stages importing stages (move what they share into the library): {crossing}"
+    root = SRC.parents[1]
+    users = [*root.glob("benchmarks/*.py"), *root.glob("experiments/**/*.py")]
+    bad = [str(p.relative_to(root)) for p in users if "from chronos.stages" in p.read_text()
+           or "import chronos.stages" in p.read_text()]
+    assert not bad, f"benchmarks/experiments importing a stage: {bad}"

@@ -129,7 +129,7 @@ def test_tune_measures_with_the_ptxas_that_emits_the_captured_isa(tmp_path, monk
 def test_order_by_puts_the_kernels_with_the_most_gpu_time_first():
     from types import SimpleNamespace
 
-    from chronos.tune import by_gpu_time
+    from chronos.kernels.profile import by_gpu_time
 
     specs = [SimpleNamespace(kernel=f"k{i}", entry=e) for i, e in enumerate(["a", "b", "c", "b"])]
     profile = {"phases": {"train": {"triton_kernels_us": {"a": 5.0, "b": 3.0}},
@@ -140,7 +140,7 @@ def test_order_by_puts_the_kernels_with_the_most_gpu_time_first():
 
 def test_float_atomics_mark_a_kernel_that_cannot_be_verified_bit_exactly():
     from chronos.kernels.spec import read_ptx_file
-    from chronos.tune import float_atomics
+    from chronos.ptx.atomics import float_atomics
 
     captured = ROOT / "data/kernels/captured"
     racy = {p.name: float_atomics(read_ptx_file(p)) for p in captured.glob("*/ptx/*.ptx.gz")}

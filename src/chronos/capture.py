@@ -31,7 +31,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from chronos.errors import ChronosError, SpecError, read_json_file
+from chronos.errors import ChronosError, SpecError
+from chronos.files import read_json_file
 from chronos.kernels.spec import KernelSpec, write_specs
 from chronos.ptx import parse
 from chronos.triton import bootstrap

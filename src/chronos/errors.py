@@ -153,17 +153,3 @@ class SearchError(ChronosError):
 class TrainingError(ChronosError):
     """Training or rollout data that the learner cannot use (no kernels, masks that forbid the target)."""
 
-
-def read_json_file(path: Path, what: str, *, error: type[ChronosError] = ChronosError,
-                   object_only: bool = False):
-    """A JSON file Chronos reads (a part, a launch record, an identity file), or one `error` naming it:
-    missing, unreadable, not UTF-8, not JSON, or (`object_only`) not a JSON object."""
-    import json
-
-    try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise error(f"unreadable {what} {path}: {e}") from None
-    if object_only and not isinstance(data, dict):
-        raise error(f"{what} {path} is not a JSON object")
-    return data

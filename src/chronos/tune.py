@@ -42,6 +42,8 @@ from pathlib import Path
 
 from chronos.deploy_rule import deploys
 from chronos.errors import ChronosError
+from chronos.kernels.profile import by_gpu_time
+from chronos.ptx.atomics import float_atomics
 from chronos.tune_args import resolve_paths
 from chronos.tune_summary import read_part, report_not_tuned, returned_candidate, triton_identity
 
@@ -312,13 +314,6 @@ def confirm_one(spec, specs_json: Path, backend, tuned_ptx: str, actions, cfg) -
             "measured_at": cmp.provenance.get("created_at", "")}
 
 
-_FLOAT_ATOMIC = re.compile(r"(?<![\w.])((?:atom|red)\.global[\w.:]*\.(?:f16|bf16|f32|f64)(?:x2)?)\b")
-
-
-def float_atomics(ptx: str) -> list[str]:
-    """The floating-point global atomics in `ptx` (distinct opcodes): a kernel with any is not deterministic
-    run to run (in the captured corpus: the scatter-add backward of Inductor's embedding kernels)."""
-    return sorted(set(_FLOAT_ATOMIC.findall(ptx)))
 
 
 def _skipped_as_racy(spec, ptx: str, parts: Path) -> bool:
@@ -332,16 +327,6 @@ def _skipped_as_racy(spec, ptx: str, parts: Path) -> bool:
         (parts / f"{spec.kernel}.json").write_text(json.dumps(row, indent=1) + "\n")
         print(f"tune: {spec.kernel:44s} skipped: float atomics", flush=True)
     return bool(racy)
-
-
-def by_gpu_time(specs: list, profile: dict) -> list:
-    """`specs` with the entries that took the most GPU time in the profile first (all phases together);
-    a kernel the profile does not name keeps its place after them (a stable sort)."""
-    us: dict[str, float] = {}
-    for phase in (profile.get("phases") or {}).values():
-        for name, t in (phase.get("triton_kernels_us") or {}).items():
-            us[name] = us.get(name, 0.0) + t
-    return sorted(specs, key=lambda s: -us.get(s.entry, 0.0))
 
 
 def write_db(dir_: Path, parts: Path, db_path: Path) -> dict:

@@ -21,7 +21,8 @@ import sys
 from pathlib import Path
 
 from chronos.deploy_rule import deploys
-from chronos.errors import ChronosError, read_json_file
+from chronos.errors import ChronosError
+from chronos.files import read_json_file
 
 SUMMARY = "tune-summary.json"
 

@@ -113,7 +113,7 @@ def test_gemm_vec_variant_bit_exact_and_resume(tmp_path):
 
 
 def test_side_by_side_rounds_verify_each_candidate_and_pool_the_samples(tmp_path):
-    from chronos.measure.backend import compile_variant
+    from chronos.measure.compile import compile_variant
 
     spec = _spec("gemm_tile(4,4,4)")
     base = _ptx(spec)

@@ -121,7 +121,7 @@ def test_cubins_with_the_same_machine_code_are_measured_once(tmp_path, ptxas):
 
 
 def test_side_by_side_rounds_answer_per_candidate_and_a_fault_marks_only_its_kernel(tmp_path, ptxas):
-    from chronos.measure.backend import compile_variant
+    from chronos.measure.compile import compile_variant
 
     groups = []
     for name, shape in (("gemm_tile(2,2,2)", (2, 2, 2)), ("fault", (2, 2, 4))):

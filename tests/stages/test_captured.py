@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from chronos.report import captured as captured_lib
 from chronos.report.tables import captured_metrics
 from chronos.stages import captured
 
@@ -32,9 +33,9 @@ def test_the_committed_corpus_summary_is_what_the_stage_replays(tmp_path):
 
 
 def test_amdahl_bound():
-    assert captured.amdahl_bound(1.0, 2.0) == pytest.approx(2.0)
-    assert captured.amdahl_bound(0.0, 2.0) == pytest.approx(1.0)
-    assert captured.amdahl_bound(0.5, 2.0) == pytest.approx(1 / 0.75)
+    assert captured_lib.amdahl_bound(1.0, 2.0) == pytest.approx(2.0)
+    assert captured_lib.amdahl_bound(0.0, 2.0) == pytest.approx(1.0)
+    assert captured_lib.amdahl_bound(0.5, 2.0) == pytest.approx(1 / 0.75)
 
 
 def _part(kernel, returned="baseline", speedup=1.0, valid=True, error=None):
@@ -47,7 +48,7 @@ def _part(kernel, returned="baseline", speedup=1.0, valid=True, error=None):
 
 def test_tune_summary_counts_verdicts_and_deploys_the_baseline_where_nothing_won():
     skipped = {"kernel": "e", "verdict": "skipped", "reason": "float atomics"}
-    s = captured.tune_summary([_part("a", "maxnreg_64", 1.21), _part("b"), _part("c", valid=False),
+    s = captured_lib.tune_summary([_part("a", "maxnreg_64", 1.21), _part("b"), _part("c", valid=False),
                                _part("d", error="worker died"), skipped])
     assert (s["kernels"], s["faster"], s["unchanged"], s["unmeasured"], s["slower"], s["skipped"]) == \
         (5, 1, 1, 2, 0, 1)

@@ -11,6 +11,7 @@ from chronos.actions import V2
 from chronos.config import GreedySearchConfig
 from chronos.config_timing import TimingConfig
 from chronos.kernels.spec import load_module
+from chronos.search import headroom as headroom_lib
 from chronos.search.runs import kernels_of
 from chronos.search.timed import TimedEvaluator, greedy_in_time
 from chronos.stages import headroom
@@ -30,13 +31,13 @@ def test_the_v2_search_finds_a_v2_action_and_the_row_names_its_family(monkeypatc
     spec, search = _search(monkeypatch)
     assert search["best"]["actions"][0] == "l1_evict_first_streaming"
     assert len(search["trace"][0]["candidates"]) > 21  # v2's legal actions, not the seed's
-    row = headroom.kernel_row("triton", spec, search, V2, 4800.0)
+    row = headroom_lib.kernel_row("triton", spec, search, V2, 4800.0)
     assert row["gain_family"] == "l1_eviction_streaming"
     assert row["families"]["l1_eviction_streaming"]["verdict"] == "faster"
     assert row["families"]["load_cache_hint"]["action"] == "cache_cs"  # cache_cs beats cache_cg (0.90)
-    expect = headroom.bytes_moved(spec) / (search["baseline"]["time_ms"] * 1e-3) / 4.8e12
+    expect = headroom_lib.bytes_moved(spec) / (search["baseline"]["time_ms"] * 1e-3) / 4.8e12
     assert row["roofline_fraction"] == expect and row["speedup"] > 1.2
-    s = headroom.summary([row, {"family": "triton", "kernel": "x", "error": "not_measured"}])
+    s = headroom_lib.summary([row, {"family": "triton", "kernel": "x", "error": "not_measured"}])
     assert s["kernels"] == 2 and s["measured"] == 1 and s["faster"] == 1
     assert s["gain_families"] == {"l1_eviction_streaming": 1}
     assert s["single_action_faster"]["load_cache_hint"]["kernels"] == 1
@@ -44,15 +45,16 @@ def test_the_v2_search_finds_a_v2_action_and_the_row_names_its_family(monkeypatc
 
 def test_bytes_moved_counts_in_place_buffers_twice():
     _, _, spec = next(kernels_of(ROOT / "data/kernels", ["triton"], "add_relu_f32_n1000003_nodiv"))
-    assert headroom.bytes_moved(spec) == sum(a.nbytes * (2 if a.role == "inout" else 1)
+    assert headroom_lib.bytes_moved(spec) == sum(a.nbytes * (2 if a.role == "inout" else 1)
                                              for a in spec.args if a.kind == "buffer") > 0
 
 
 def test_selection_takes_one_signature_per_entry_most_gpu_time_first():
-    picked = headroom.selected(ROOT / "data/kernels", "captured/llama", 4)
+    picked = headroom_lib.selected(ROOT / "data/kernels", "captured/llama", 4)
     entries = [s.entry for _, s in picked]
     assert len(picked) == 4 and len(set(entries)) == 4
-    spread = headroom.selected(ROOT / "data/kernels", "triton_llm", 4)  # no profile: spread over the suite
+    # no profile: spread over the suite
+    spread = headroom_lib.selected(ROOT / "data/kernels", "triton_llm", 4)
     assert len({s.kernel.split("_")[0] for _, s in spread}) == 4
 
 
@@ -110,9 +112,9 @@ def test_the_report_takes_the_measured_families_and_lists_every_measured_kernel(
     from chronos.report.tables import headroom_metrics
 
     spec, search = _search(monkeypatch)
-    row = headroom.kernel_row("captured/llama", spec, search, V2, 4800.0)
+    row = headroom_lib.kernel_row("captured/llama", spec, search, V2, 4800.0)
     rep = {"params": {"space": "v2"}, "kernels": [row, {"family": "triton_llm", "kernel": "y", "error": "x"}],
-           "summary": {"captured/llama": headroom.summary([row]), "triton_llm": headroom.summary([])}}
+           "summary": {"captured/llama": headroom_lib.summary([row]), "triton_llm": headroom_lib.summary([])}}
     assert headroom_metrics(rep) == {"v2": {"headroom": {"llama": {"measured": 1, "faster": 1,
                                                                     "time_geomean": row["speedup"]}}}}
     lines = headroom_section(rep)

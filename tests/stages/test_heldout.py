@@ -9,6 +9,9 @@ import json
 import math
 from pathlib import Path
 
+from chronos.actions import resolve_space
+from chronos.rl import heldout as heldout_lib
+from chronos.search.runs import kernels_of
 from chronos.stages import heldout
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,19 +39,19 @@ def test_leave_one_workload_out_on_recorded_step_0_outcomes(tmp_path):
         want = -math.log(cands[a]["ratio"]) if a != "stop" and cands[a].get("verdict") == "faster" else 0.0
         assert r["gain"]["policy"] == want  # the recorded outcome of the chosen action, nothing else
     flex = [r for r in rows if r["family"] == "captured/flex"]
-    v2 = heldout.resolve_space("v2")
-    others = heldout.load_decisions(ROOT / "data/kernels", ROOT / "data/headroom",
+    v2 = resolve_space("v2")
+    others = heldout_lib.load_decisions(ROOT / "data/kernels", ROOT / "data/headroom",
                                     ["captured/llama", "captured/gpt2", "captured/bert", "triton_llm"], v2)
-    assert {r["actions"]["fixed"] for r in flex} == {v2.names[heldout.fixed_action(others)]}
+    assert {r["actions"]["fixed"] for r in flex} == {v2.names[heldout_lib.fixed_action(others)]}
     # fixed_beam: the ranking's 2 best actions measured on the kernel, the better one deploys
-    ranking = [v2.names[a] for a in heldout.fixed_ranking(others)]
+    ranking = [v2.names[a] for a in heldout_lib.fixed_ranking(others)]
     for r in flex:
         part = next((ROOT / "data/headroom").glob(f"**/{r['kernel']}.json"))
         cands = json.loads(part.read_text())["trace"][0]["candidates"]
         legal = [c["action"] for c in cands if c.get("valid")]
         assert r["actions"]["fixed_beam"] == [a for a in ranking if a in legal][:2]
         assert r["gain"]["fixed_beam"] >= r["gain"]["fixed"] or r["actions"]["fixed"] not in legal
-        assert set(r["actions"]["fixed_beam"]) - {"stop"} <= set(heldout.distinct_picks(r["actions"]))
+        assert set(r["actions"]["fixed_beam"]) - {"stop"} <= set(heldout_lib.distinct_picks(r["actions"]))
     assert "fixed_beam" in rep["total"] and rep["params"]["fixed_beam"] == 2
     t = rep["total"]
     assert math.isclose(t["policy"]["oracle_share"], t["gain"]["policy"] / t["gain"]["oracle"])
@@ -71,10 +74,10 @@ def test_greedy_search_deploys_only_a_faster_set_and_skips_kernels_without_a_sea
         best = {"actions": actions, "ratio": ratio, "verdict": verdict}
         (tmp_path / "fam" / f"{kernel}.json").write_text(json.dumps({"best": best}))
     rows = [{"family": "fam", "kernel": k} for k in ("a", "b", "c", "missing")]
-    heldout.greedy_search(rows, tmp_path)
+    heldout_lib.greedy_search(rows, tmp_path)
     gains = [r["greedy_search"] and r["greedy_search"]["gain"] for r in rows]
     assert gains == [-math.log(0.9), 0.0, 0.0, None]
-    t = heldout.greedy_totals(rows)
+    t = heldout_lib.greedy_totals(rows)
     assert t["kernels"] == 3 and t["multi_step"] == 1
     assert math.isclose(t["time_geomean"], (1 / 0.9) ** (1 / 3))
 
@@ -83,13 +86,13 @@ def test_the_heldout_totals_become_v2_metrics_and_a_readme_table():
     from chronos.report.readme import heldout_section
     from chronos.report.tables import headroom_metrics
 
-    t = heldout.totals([
+    t = heldout_lib.totals([
         {"gain": {"policy": 0.02, "beam": 0.03, "bc": 0.0, "fixed": 0.01, "oracle": 0.04}},
         {"gain": {"policy": 0.0, "beam": 0.0, "bc": 0.0, "fixed": 0.0, "oracle": 0.0}}])
     assert math.isclose(t["policy"]["oracle_share"], 0.5) and math.isclose(t["policy"]["gap_closed"], 1 / 3)
     assert math.isclose(t["beam"]["gap_closed"], 2 / 3) and math.isclose(t["bc"]["gap_closed"], -1 / 3)
     one = {"policy": 0.01, "beam": 0.01, "bc": 0.0, "fixed": 0.0, "oracle": 0.02}
-    measured = heldout.totals([{"gain": one}])
+    measured = heldout_lib.totals([{"gain": one}])
     rep = {"total": t, "measured": measured, "families": {"captured/bert": t},
            "families_measured": {"captured/bert": measured}, "params": {"beam": 3}}
     v2 = headroom_metrics(None, None, rep)["v2"]
@@ -117,7 +120,7 @@ def test_fixed_beam_is_scored_and_reported_only_where_it_was_on():
 
     gains = [{"policy": 0.02, "beam": 0.03, "bc": 0.0, "fixed": 0.01, "oracle": 0.04, "fixed_beam": 0.04},
              {"policy": 0.0, "beam": 0.0, "bc": 0.0, "fixed": 0.0, "oracle": 0.0, "fixed_beam": 0.0}]
-    t = heldout.totals([{"gain": g} for g in gains])
+    t = heldout_lib.totals([{"gain": g} for g in gains])
     assert t["fixed_beam"] == {"oracle_share": 1.0, "gap_closed": 1.0}
     rep = {"total": t, "measured": t, "families": {"captured/bert": t}, "families_measured": {},
            "params": {"beam": 3, "fixed_beam": 3}}
@@ -129,9 +132,10 @@ def test_fixed_beam_is_scored_and_reported_only_where_it_was_on():
     assert "the 3 best actions of the fixed ranking" in lines[-1]
     actions = {"policy": "a", "beam": ["a", "b"], "bc": "c", "fixed": "d", "oracle": "b",
                "fixed_beam": ["d", "e"]}
-    assert heldout.distinct_picks(actions) == ["a", "b", "c", "d", "e"]  # fixed_beam's new picks come last
+    # fixed_beam's new picks come last
+    assert heldout_lib.distinct_picks(actions) == ["a", "b", "c", "d", "e"]
     del actions["fixed_beam"]
-    assert heldout.distinct_picks(actions) == ["a", "b", "c", "d"]
+    assert heldout_lib.distinct_picks(actions) == ["a", "b", "c", "d"]
 
 
 def test_picks_recorded_elsewhere_are_timed_side_by_side_then_replayed(tmp_path, monkeypatch, ptxas):
@@ -163,10 +167,10 @@ def test_picks_recorded_elsewhere_are_timed_side_by_side_then_replayed(tmp_path,
     from chronos.measure.backend import ReplayBackend
 
     cfg = load(ROOT / "params.yaml")
-    specs = {s.kernel: (sj, s) for _, sj, s in heldout.kernels_of(ROOT / "data/kernels", ["triton_llm"])}
+    specs = {s.kernel: (sj, s) for _, sj, s in kernels_of(ROOT / "data/kernels", ["triton_llm"])}
     again = json.loads(json.dumps(picks))
     with ReplayBackend(store, cfg.measure) as replay:
-        heldout.side_by_side(again["kernels"], specs, replay, cfg)
+        heldout_lib.side_by_side(again["kernels"], specs, replay, cfg)
     assert again["kernels"][0]["side_by_side"]["gain"] == row["gain"]
 
 
@@ -197,14 +201,14 @@ def test_the_record_s_picks_are_scored_and_this_run_s_kept_beside_them():
     rows = [{"kernel": d.kernel, "actions": dict(mine), "gain": {m: 0.0 for m in mine}},
             {"kernel": "not in the record", "actions": {}, "gain": {}}]
     record = {d.kernel: {"policy": A, "beam": [A, B], "bc": B, "fixed": A, "oracle": A}}
-    assert heldout.apply_record(rows, [d], V2, record) == [d.kernel]
+    assert heldout_lib.apply_record(rows, [d], V2, record) == [d.kernel]
     r = rows[0]
     assert r["actions"]["policy"] == A and r["gain"]["policy"] == r["gain"]["beam"] == -math.log(0.9)
     assert r["gain"]["bc"] == 0.0 and r["actions"]["fixed_beam"] == [A, B]  # a method the record lacks stays
     assert r["retrained"]["actions"] == mine and rows[1] == {"kernel": "not in the record", "actions": {},
                                                              "gain": {}}
     same = [{"kernel": d.kernel, "actions": dict(record[d.kernel]), "gain": {}}]
-    assert heldout.apply_record(same, [d], V2, record) == []
+    assert heldout_lib.apply_record(same, [d], V2, record) == []
 
 
 def test_the_seed_space_chooses_among_the_seed_s_actions_of_the_same_census(tmp_path):
@@ -222,7 +226,7 @@ def test_the_seed_space_chooses_among_the_seed_s_actions_of_the_same_census(tmp_
     rep = json.loads(out.read_text())
     assert rep["params"]["space"] == "seed"
     for r in rep["kernels"]:
-        assert set(heldout.distinct_picks(r["actions"])) <= set(SEED.names)
+        assert set(heldout_lib.distinct_picks(r["actions"])) <= set(SEED.names)
         part = next((ROOT / "data/headroom").glob(f"**/{r['kernel']}.json"))
         cands = json.loads(part.read_text())["trace"][0]["candidates"]
         seed_best = max([-math.log(c["ratio"]) for c in cands if c.get("valid") and c.get("ratio")
@@ -233,6 +237,6 @@ def test_the_seed_space_chooses_among_the_seed_s_actions_of_the_same_census(tmp_
 def test_a_record_holds_its_picks_per_space():
     rec = {"kernels": {"k": {"policy": "cache_cs"}},
            "spaces": {"seed": {"kernels": {"k": {"policy": "vec_ld"}}}}}
-    assert heldout.record_kernels(rec, "v2") == rec["kernels"]
-    assert heldout.record_kernels(rec, "seed") == {"k": {"policy": "vec_ld"}}
-    assert heldout.record_kernels({"kernels": {}, "space": "seed"}, "v2") == {}
+    assert heldout_lib.record_kernels(rec, "v2") == rec["kernels"]
+    assert heldout_lib.record_kernels(rec, "seed") == {"k": {"policy": "vec_ld"}}
+    assert heldout_lib.record_kernels({"kernels": {}, "space": "seed"}, "v2") == {}

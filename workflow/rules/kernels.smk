@@ -5,6 +5,7 @@ rule kernels:
         "src/chronos/config_checks.py",
         "src/chronos/config_timing.py",
         "src/chronos/errors.py",
+        "src/chronos/files.py",
         "src/chronos/kernels",
         "src/chronos/ptx",
         "src/chronos/stages/__init__.py",

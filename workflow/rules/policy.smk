@@ -2,15 +2,15 @@
 # from the measurement backend (replay: the atlas), the policy's predictions for every gemm_tile kernel, and
 # its zero-shot evaluation on the Triton suite.
 #
-# bc and grpo take their inputs as ancient(): a fresh clone's checkout times never retrain them, only a missing
-# output, `snakemake -R bc grpo` or DVC (which compares contents: `dvc repro` retrains when a dependency's
-# content changes). Training is CPU arithmetic whose last bits depend on the processor (MKL and ATen pick
-# code paths per CPU): the committed checkpoints were trained on one machine, and on another the same
-# command gives a different policy (on an AMD EPYC VM, GRPO diverged at epoch 274), whose predictions the
-# recorded measurements need not cover. Every later stage replays from the committed checkpoints.
+# bc and grpo take their inputs as ancient(): a fresh clone's checkout times never rerun them, only a missing
+# output, `snakemake -R bc grpo` or DVC (which compares contents). Training is CPU arithmetic whose last bits
+# depend on the processor (MKL and ATen pick code paths per CPU; on an AMD EPYC VM GRPO diverged at epoch
+# 274), so each stage replays its record (data/recorded_training/<stage>, chronos.rl.recorded) while the
+# params and input files it trains from are those the record was trained from, and trains otherwise.
 rule bc:
     input:
         ancient("data/demos/trajectories.jsonl"),
+        ancient("data/recorded_training/bc"),
         ancient("src/chronos/actions.py"),
         ancient("src/chronos/config.py"),
         ancient("src/chronos/config_checks.py"),
@@ -18,6 +18,7 @@ rule bc:
         ancient("src/chronos/errors.py"),
         ancient("src/chronos/features.py"),
         ancient("src/chronos/features_v2.py"),
+        ancient("src/chronos/files.py"),
         ancient("src/chronos/gpu.py"),
         ancient("src/chronos/loop_trips.py"),
         ancient("src/chronos/ptx"),
@@ -48,6 +49,7 @@ rule predict:
         "src/chronos/errors.py",
         "src/chronos/features.py",
         "src/chronos/features_v2.py",
+        "src/chronos/files.py",
         "src/chronos/gpu.py",
         "src/chronos/inference.py",
         "src/chronos/kernels",
@@ -73,6 +75,7 @@ rule predict:
 rule grpo:
     input:
         ancient("data/kernels/gemm_tile"),
+        ancient("data/recorded_training/grpo"),
         ancient("data/store/measurements.sqlite"),
         ancient("data/store/atlas.sqlite"),
         ancient("models/bc.pt"),
@@ -83,6 +86,7 @@ rule grpo:
         ancient("src/chronos/errors.py"),
         ancient("src/chronos/features.py"),
         ancient("src/chronos/features_v2.py"),
+        ancient("src/chronos/files.py"),
         ancient("src/chronos/gpu.py"),
         ancient("src/chronos/kernels"),
         ancient("src/chronos/loop_trips.py"),
@@ -128,6 +132,7 @@ rule evaluate:
         "src/chronos/errors.py",
         "src/chronos/features.py",
         "src/chronos/features_v2.py",
+        "src/chronos/files.py",
         "src/chronos/gpu.py",
         "src/chronos/kernels",
         "src/chronos/loop_trips.py",

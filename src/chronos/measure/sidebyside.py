@@ -18,6 +18,7 @@ from chronos.config_timing import TimingConfig
 from chronos.errors import ComparisonMissError, MeasureError, PtxasError
 from chronos.kernels.spec import KernelSpec
 from chronos.measure.comparison import Comparison, Contender, contenders_key
+from chronos.measure.compile import compile_variant
 from chronos.measure.worker import encode_cubin
 from chronos.variant import Variant
 
@@ -42,7 +43,6 @@ def replay_compare(backend, spec: KernelSpec, variants: list[Variant], timing: T
 
 
 def gpu_compare(backend, spec: KernelSpec, variants: list[Variant], timing: TimingConfig) -> Comparison:
-    from chronos.measure.backend import compile_variant
 
     _check(spec, variants)
     cfg = backend.config

@@ -20,6 +20,7 @@ the seed's by default) sets the Discrete action space and the mask's and history
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import ClassVar
 
 import gymnasium
@@ -29,6 +30,7 @@ from gymnasium import spaces
 from chronos.actions import SEED, STOP, ActionSpace, resolve_space
 from chronos.config import EnvConfig
 from chronos.errors import TrainingError
+from chronos.kernels.spec import load_module, load_specs
 from chronos.rl.decode import OBS_DIM, KernelSpace, obs_dim
 from chronos.search.base import Evaluator, Outcome
 
@@ -141,3 +143,9 @@ class TransformEnv(gymnasium.Env):
     def _info(self) -> dict:
         return {"kernel": self.kernel, "action_mask": self.action_masks(), "applied": tuple(self.key),
                 "sequence": list(self.sequence)}
+
+
+def load_env_kernels(kernels_dir: Path) -> dict:
+    """name -> (KernelSpec, root Module) for every spec in kernels_dir/specs.json."""
+    specs_json = Path(kernels_dir) / "specs.json"
+    return {s.kernel: (s, load_module(specs_json, s)) for s in load_specs(specs_json)}

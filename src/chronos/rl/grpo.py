@@ -35,11 +35,13 @@ greedy decoder (chronos.rl.decode) over the env's spaces, the same one inference
 from __future__ import annotations
 
 import copy
+import csv
 import math
 import random
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -374,3 +376,13 @@ def train_grpo(policy: TransformPolicy, reference: TransformPolicy, env: Transfo
         if log and cfg.log_interval and (epoch % cfg.log_interval == 0 or epoch == cfg.epochs):
             log(_log_line(row))
     return best[2], copy.deepcopy(policy.state_dict()), history
+
+
+def write_curves(path: Path, history: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # Wall-clock time stays out of the curves, so that a rerun reproduces them byte for byte.
+    fields = sorted({k for h in history for k in h} - {"elapsed_s"}, key=lambda k: (k != "epoch", k))
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(history)

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from chronos.config import ConfirmConfig, MeasureConfig
 from chronos.kernels.spec import load_module
-from chronos.measure.backend import GpuBackend, compile_variant
+from chronos.measure.backend import GpuBackend
+from chronos.measure.compile import compile_variant
 from chronos.ptx import emit
 from chronos.search.atlas_plan import AtlasDB, mask_of
 from chronos.search.base import Outcome, clearly_faster

@@ -21,6 +21,7 @@ import torch
 from chronos.errors import ChronosError
 from chronos.rl.bc import train_bc
 from chronos.rl.checkpoint import save_checkpoint
+from chronos.rl.recorded import RecordedTraining, add_recorded_arguments, file_sha256, training_key
 from chronos.stages.common import run_stage, write_json
 
 
@@ -53,6 +54,14 @@ def _arguments(ap) -> None:
     ap.add_argument("--demos", type=Path, default=Path("data/demos/trajectories.jsonl"))
     ap.add_argument("--out", type=Path, default=Path("models/bc.pt"))
     ap.add_argument("--stats", type=Path, default=Path("reports/bc_stats.json"))
+    add_recorded_arguments(ap, "bc")
+
+
+def training_io(args, cfg) -> tuple[dict, dict]:
+    """What the training reads (the key of its record, chronos.rl.recorded) and the files it writes."""
+    inputs = {"bc": dataclasses.asdict(cfg.bc), "heldout_kernels": list(cfg.split.heldout_kernels) or None,
+              "actions": cfg.actions, "demos": file_sha256(args.demos)}
+    return inputs, {"bc.pt": args.out, "bc_stats.json": args.stats}
 
 
 def _body(args, cfg) -> int:
@@ -61,6 +70,11 @@ def _body(args, cfg) -> int:
     torch.set_num_threads(1)
     heldout = list(cfg.split.heldout_kernels) or None
     demos = read_demos(args.demos)
+    inputs, outputs = training_io(args, cfg)
+    key, recorded = training_key(inputs), RecordedTraining(args.recorded, "bc")
+    if not args.retrain and (meta := recorded.replay(key, outputs)):
+        print(f"bc: {recorded.describe(meta)} -> {args.out}")
+        return 0
     policy, stats = train_bc(demos, cfg.bc, heldout, log=lambda s: print(s, file=sys.stderr),
                              action_space=cfg.actions)
     record = args_record(cfg.bc, heldout)
@@ -71,6 +85,8 @@ def _body(args, cfg) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     save_checkpoint(args.out, policy, meta)
     write_json(args.stats, {"args": record, **stats})
+    if args.write_record:
+        recorded.save(key, inputs, outputs)
     held = stats["best_heldout_acc"]
     print(f"bc: {len(demos)} demonstrations, best epoch {stats['best_epoch']}: train acc "
           f"{stats['best_train_acc']:.3f}, held-out acc {'-' if held is None else f'{held:.3f}'} "

@@ -7,7 +7,6 @@ Exit codes: 0 done; 1 done, but some kernels failed (each recorded in the output
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
 from collections.abc import Callable
@@ -15,6 +14,7 @@ from pathlib import Path
 
 from chronos import config as chronos_config
 from chronos.errors import ChronosError
+from chronos.files import read_json, write_json  # noqa: F401 - the stages' JSON I/O
 
 EXIT_OK, EXIT_PARTIAL, EXIT_ERROR = 0, 1, 2
 
@@ -40,23 +40,6 @@ def run_stage(name: str, doc: str, add_arguments: Callable[[argparse.ArgumentPar
 
 def command_line(stage: str, argv: list[str]) -> str:
     return shlex.join(["python", "-m", f"chronos.stages.{stage}", *argv])
-
-
-def write_json(path: Path, obj, *, indent: int = 1, sort_keys: bool = False) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(obj, indent=indent, sort_keys=sort_keys) + "\n")
-
-
-def read_json(path: Path, what: str = "input"):
-    """A JSON input of a stage; a missing or truncated file is a one-line error naming it."""
-    path = Path(path)
-    try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ChronosError(f"{path}: {what} not found (run the stage that writes it first)") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ChronosError(f"{path}: {what} is not valid JSON (truncated or corrupt?): {e}") from None
 
 
 def search_provenance(backend_provenance: dict, results: list[dict], argv: list[str] | None,

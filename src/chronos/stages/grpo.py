@@ -15,17 +15,22 @@ training_result.json: {"args", "best_epoch", "summary": {"train", "heldout"}, "k
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import sys
 from pathlib import Path
 
 import torch
 
-from chronos.kernels.spec import load_module, load_specs
 from chronos.rl.checkpoint import load_model, save_checkpoint
-from chronos.rl.env import TransformEnv
-from chronos.rl.grpo import greedy_eval, summarize, train_grpo
+from chronos.rl.env import TransformEnv, load_env_kernels
+from chronos.rl.grpo import greedy_eval, summarize, train_grpo, write_curves
+from chronos.rl.recorded import (
+    RecordedTraining,
+    add_recorded_arguments,
+    file_sha256,
+    folder_sha256,
+    training_key,
+)
 from chronos.stages.common import run_stage, write_json
 from chronos.stages.measuring import add_backend_arguments, open_backend
 
@@ -37,12 +42,6 @@ def args_record(cfg, heldout: list[str]) -> dict:
     if d["off_policy_ratio"] == "current":  # recorded only when set otherwise: the committed records stay
         del d["off_policy_ratio"]
     return {**d, "train_kernels": None, "heldout_kernels": heldout, "log_interval": log_interval}
-
-
-def load_env_kernels(kernels_dir: Path) -> dict:
-    """name -> (KernelSpec, root Module) for every spec in kernels_dir/specs.json."""
-    specs_json = Path(kernels_dir) / "specs.json"
-    return {s.kernel: (s, load_module(specs_json, s)) for s in load_specs(specs_json)}
 
 
 def kernel_results(env, policy, max_steps: int, heldout: set[str]) -> tuple[list[dict], dict]:
@@ -60,16 +59,6 @@ def kernel_results(env, policy, max_steps: int, heldout: set[str]) -> tuple[list
     return rows, summary
 
 
-def write_curves(path: Path, history: list[dict]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # Wall-clock time stays out of the curves, so that a rerun reproduces them byte for byte.
-    fields = sorted({k for h in history for k in h} - {"elapsed_s"}, key=lambda k: (k != "epoch", k))
-    with path.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
-        w.writeheader()
-        w.writerows(history)
-
-
 def _arguments(ap) -> None:
     ap.add_argument("--kernels", type=Path, default=Path("data/kernels/gemm_tile"))
     ap.add_argument("--bc", type=Path, default=Path("models/bc.pt"))
@@ -78,6 +67,7 @@ def _arguments(ap) -> None:
     ap.add_argument("--result", type=Path, default=Path("reports/training_result.json"))
     ap.add_argument("--curves", type=Path, default=Path("reports/grpo_curves.csv"))
     add_backend_arguments(ap)
+    add_recorded_arguments(ap, "grpo")
 
 
 def _save(args, policy, cfg, record: dict, best, latest, history) -> int:
@@ -96,10 +86,25 @@ def _save(args, policy, cfg, record: dict, best, latest, history) -> int:
     return best_epoch
 
 
+def training_io(args, cfg) -> tuple[dict, dict]:
+    """What the training reads (the key of its record, chronos.rl.recorded; the store is left out: it only
+    grows) and the files it writes."""
+    inputs = {"grpo": dataclasses.asdict(cfg.grpo), "heldout_kernels": list(cfg.split.heldout_kernels),
+              "actions": cfg.actions, "measure": cfg.measure.config_hash(), "bc": file_sha256(args.bc),
+              "kernels": folder_sha256(args.kernels)}
+    return inputs, {"checkpoint_best.pt": args.out_best, "checkpoint_latest.pt": args.out_latest,
+                    "training_result.json": args.result, "grpo_curves.csv": args.curves}
+
+
 def _body(args, cfg) -> int:
     torch.set_num_threads(1)  # byte-identical reruns: threaded reductions reorder float sums
     heldout = list(cfg.split.heldout_kernels)
     record = args_record(cfg.grpo, heldout)
+    inputs, outputs = training_io(args, cfg)
+    key, recorded = training_key(inputs), RecordedTraining(args.recorded, "grpo")
+    if not args.retrain and (meta := recorded.replay(key, outputs)):
+        print(f"grpo: {recorded.describe(meta)} -> {args.out_best}")
+        return 0
     backend = open_backend(args, cfg)
     try:
         env = TransformEnv(load_env_kernels(args.kernels), backend, cfg.grpo.env, action_space=cfg.actions)
@@ -113,6 +118,8 @@ def _body(args, cfg) -> int:
         backend.close()
     write_json(args.result, {"args": record, "best_epoch": best_epoch, "summary": summary, "kernels": rows})
     write_curves(args.curves, history)
+    if args.write_record:
+        recorded.save(key, inputs, outputs)
     tr, ho = summary["train"], summary["heldout"]
     print(f"grpo: best epoch {best_epoch} (by the train kernels' mean change): "
           f"train {tr['mean_change']:+.2%}, "

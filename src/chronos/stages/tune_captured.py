@@ -28,7 +28,7 @@ from pathlib import Path
 from chronos.errors import ChronosError
 from chronos.kernels.spec import load_specs, read_ptx
 from chronos.progress import progress
-from chronos.stages.captured import tune_summary
+from chronos.report.captured import tune_summary
 from chronos.stages.common import EXIT_OK, EXIT_PARTIAL, command_line, run_stage, write_json
 from chronos.stages.measuring import add_backend_arguments, open_backend
 
@@ -65,8 +65,9 @@ def differences(replayed, recorded, path: str = "") -> list[str]:
 def replay_workload(d: Path, backend, cfg) -> dict:
     """Every kernel of workload folder `d` that its record holds, tuned again with the record's policy and
     compared with the record."""
+    from chronos.ptx.atomics import float_atomics
     from chronos.rl.checkpoint import load_model
-    from chronos.tune import float_atomics, tune_one
+    from chronos.tune import tune_one
 
     if not (d / "tune-policy.pt").is_file():
         raise ChronosError(f"{d}: a tune record without tune-policy.pt (the checkpoint it was tuned with)")

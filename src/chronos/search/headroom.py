@@ -1,0 +1,159 @@
+"""Where real kernels have headroom: greedy (or seeded random) search in wall time over an action space on
+the kernels of real workloads, every step side by side and bit-exact verified (chronos.search.timed). The
+library of stages headroom, census and random_time (chronos.stages.headroom describes the method and the
+report); each kernel's search is recorded in a part file, and replay searches again and must agree.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter, defaultdict
+from dataclasses import replace
+from pathlib import Path
+
+from chronos.actions import resolve_space
+from chronos.config_timing import RandomTimeConfig
+from chronos.errors import ChronosError
+from chronos.kernels.profile import by_gpu_time
+from chronos.kernels.spec import load_module, read_ptx
+from chronos.measure.backend import ReplayBackend
+from chronos.measure.verdicts import FASTER, geomean
+from chronos.ptx.atomics import float_atomics
+from chronos.search.runs import kernels_of
+from chronos.search.timed import TimedEvaluator, greedy_in_time
+from chronos.search.timed_random import random_in_time
+
+
+def selected(kernels: Path, family: str, per_family: int) -> list[tuple[Path, object]]:
+    """(specs.json, spec) of `per_family` kernels of a family, one launch signature per entry: with a
+    profile the most GPU time first, else spread evenly over the specs (the suites list one family's
+    sizes together)."""
+    found = [(sj, spec) for _, sj, spec in kernels_of(kernels, [family])]
+    profile = kernels / family / "profile.json"
+    if profile.is_file():
+        order = by_gpu_time([s for _, s in found], json.loads(profile.read_text()))
+        found = [(found[0][0], s) for s in order]
+    else:
+        found = found[:: max(1, len(found) // per_family)]
+    entries: set[str] = set()
+    once = [(sj, s) for sj, s in found if not (s.entry in entries or entries.add(s.entry))]
+    return once[:per_family]
+
+
+def bytes_moved(spec) -> int:
+    """Bytes of the kernel's buffers: inputs read once, outputs written once, in-place ones both."""
+    return sum(a.nbytes * (2 if a.role == "inout" else 1) for a in spec.args if a.kind == "buffer")
+
+
+def kernel_row(family: str, spec, search: dict, space, peak_gb_s: float) -> dict:
+    """One kernel's headroom: baseline time, roofline fraction, the set found, and per action family the
+    best single action of step 0 (ratio to the baseline, verdict)."""
+    base_ms = search["baseline"]["time_ms"]
+    best = search["best"]
+    by_family: dict[str, dict] = {}
+    for c in search["trace"][0]["candidates"]:
+        if "ratio" not in c or "action" not in c:  # random_time's candidates are sets
+            continue
+        fam = space.group_of.get(c["action"], c["action"])
+        if fam not in by_family or c["ratio"] < by_family[fam]["ratio"]:
+            by_family[fam] = {k: c[k] for k in ("action", "ratio", "ci", "verdict")}
+    first = search["trace"][0]["chosen"]
+    roofline = bytes_moved(spec) / (base_ms * 1e-3) / (peak_gb_s * 1e9) if base_ms else None
+    return {
+        "family": family,
+        "kernel": spec.kernel,
+        "baseline_ms": base_ms,
+        "roofline_fraction": roofline,
+        "best": {k: best.get(k) for k in ("actions", "ratio", "ci", "verdict")},
+        "speedup": 1.0 / best["ratio"] if best["actions"] and best.get("ratio") else 1.0,
+        "gain_family": space.group_of.get(first, first) if first != "stop" else None,
+        "comparisons": search["comparisons"],
+        "families": by_family,
+    }
+
+
+def summary(rows: list[dict]) -> dict:
+    """Counts, the geomean speedup of the sets found, and per action family the kernels its best single
+    action made faster (and the geomean of those ratios' inverses)."""
+    done = [r for r in rows if "best" in r]
+    fams: dict[str, list[float]] = defaultdict(list)
+    for r in done:
+        for fam, c in r["families"].items():
+            if c["verdict"] == FASTER:
+                fams[fam].append(1.0 / c["ratio"])
+    return {
+        "kernels": len(rows),
+        "measured": len(done),
+        "faster": sum(r["best"]["verdict"] == FASTER and bool(r["best"]["actions"]) for r in done),
+        "time_geomean": geomean([r["speedup"] for r in done]),
+        "gain_families": dict(sorted(Counter(r["gain_family"] or "none" for r in done).items())),
+        "single_action_faster": {
+            f: {"kernels": len(v), "speedup_geomean": geomean(v)} for f, v in sorted(fams.items())
+        },
+    }
+
+
+def search_kernel(cfg, hcfg, backend, replay: bool, space, family, specs_json, spec, part: Path) -> dict:
+    """Run (gpu: and record) or replay one kernel's search; the row the report takes, or an error row."""
+    racy = float_atomics(read_ptx(specs_json, spec))
+    if racy:  # as in tune: no variant of it can be verified bit-exactly (nor its baseline against itself)
+        why = f"skipped: float atomics ({', '.join(racy)})"
+        return {"family": family, "kernel": spec.kernel, "error": why}
+    recorded = json.loads(part.read_text()) if part.is_file() else None
+    if replay and recorded is None:
+        return {"family": family, "kernel": spec.kernel, "error": "not_measured (run this stage on a GPU)"}
+    try:
+        module = load_module(specs_json, spec)
+        ev = TimedEvaluator(spec, module, backend, hcfg.timing_for(cfg.timing), cfg.search.greedy.min_gain)
+        if isinstance(hcfg, RandomTimeConfig):
+            search = random_in_time(ev, space, hcfg.sets, hcfg.max_steps, hcfg.seed).to_json()
+        else:
+            greedy = replace(cfg.search.greedy, max_steps=hcfg.max_steps or cfg.search.greedy.max_steps)
+            search = greedy_in_time(ev, greedy, space).to_json()
+    except ChronosError as e:
+        return {"family": family, "kernel": spec.kernel, "error": " ".join(str(e).split())[:400]}
+    if recorded is None:
+        part.parent.mkdir(parents=True, exist_ok=True)
+        part.write_text(json.dumps({**search, "provenance": backend.provenance()}, indent=1) + "\n")
+    row = kernel_row(family, spec, search, space, hcfg.peak_gb_s)
+    if recorded is not None:
+        row["as_recorded"] = recorded["best"]["actions"] == search["best"]["actions"]
+    return row
+
+
+def search_families(cfg, hcfg, backend, kernels: Path, parts: Path, budget: float, label: str) -> list[dict]:
+    """Every selected kernel of every family searched (gpu: recorded into `parts` until `budget` seconds
+    have passed; replay: searched again from the store) -> one row each (or an error row)."""
+    space, rows = resolve_space(hcfg.space), []
+    gpu, t0 = not isinstance(backend, ReplayBackend), time.perf_counter()
+    for family in hcfg.families:
+        for specs_json, spec in selected(kernels, family, hcfg.per_family):
+            part = parts / family / f"{spec.kernel}.json"
+            if gpu and not part.is_file() and time.perf_counter() - t0 > budget:
+                rows.append({"family": family, "kernel": spec.kernel, "error": "not_measured (budget)"})
+                continue
+            rows.append(search_kernel(cfg, hcfg, backend, not gpu, space, family, specs_json, spec, part))
+            r = rows[-1]
+            print(f"{label}: {family:16s} {spec.kernel[:60]:60s} "
+                  f"{r.get('error') or '+'.join(r['best']['actions']) or '-'} {r.get('speedup', 0):.4f}",
+                  flush=True)
+    return rows
+
+
+def section_report(cfg, hcfg, rows: list[dict], provenance: dict) -> dict:
+    """The section's report: provenance, params, per family a summary, the kernels replay disagreed on."""
+    params = {
+        **{k: getattr(hcfg, k) for k in ("space", "per_family", "peak_gb_s")},
+        **({"max_steps": hcfg.max_steps} if hcfg.max_steps else {}),
+        **({"sets": hcfg.sets, "seed": hcfg.seed} if isinstance(hcfg, RandomTimeConfig) else {}),
+        "families": list(hcfg.families),
+        "timing": hcfg.timing_for(cfg.timing).to_json(),
+    }
+    return {
+        "provenance": provenance,
+        "params": params,
+        "summary": {f: summary([r for r in rows if r["family"] == f]) for f in hcfg.families},
+        "disagreements": [r["kernel"] for r in rows if r.get("as_recorded") is False],
+        "kernels": rows,
+    }
