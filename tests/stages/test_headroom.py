@@ -14,7 +14,7 @@ from chronos.kernels.spec import load_module
 from chronos.search import headroom as headroom_lib
 from chronos.search.runs import kernels_of
 from chronos.search.timed import TimedEvaluator, greedy_in_time
-from chronos.stages import headroom
+from chronos.stages import headroom, timed_sections
 from tests.search.test_timed import EFFECT, CompareStandIn
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -83,7 +83,7 @@ def _fake_gpu_run(tmp_path, monkeypatch, ptxas, per_family: str, fewer: str) -> 
 
     fake = str(ROOT / "tests/measure/fake_worker.py")
     store = tmp_path / "m.sqlite"
-    monkeypatch.setattr(headroom, "open_backend", lambda args, cfg: GpuBackend(
+    monkeypatch.setattr(timed_sections, "open_backend", lambda args, cfg: GpuBackend(
         store, MeasureConfig(watchdog_s=20), ptxas=str(ptxas), worker_argv=(sys.executable, fake, "ok")))
     params = tmp_path / "params.yaml"
     text = (ROOT / "params.yaml").read_text().replace(per_family, fewer)

@@ -14,13 +14,42 @@ marked `fault:<CUDA error>` and the rest are compared again together.
 
 from __future__ import annotations
 
+import concurrent.futures as cf
+from pathlib import Path
+from typing import Any, Protocol
+
+from chronos.config import MeasureConfig
 from chronos.config_timing import TimingConfig
 from chronos.errors import ComparisonMissError, MeasureError, PtxasError
 from chronos.kernels.spec import KernelSpec
 from chronos.measure.comparison import Comparison, Contender, contenders_key
 from chronos.measure.compile import compile_variant
+from chronos.measure.store import Store
 from chronos.measure.worker import encode_cubin
 from chronos.variant import Variant
+
+
+class ReplaySide(Protocol):
+    """What a replayed comparison reads of its backend (chronos.measure.backend.ReplayBackend)."""
+
+    config: MeasureConfig
+    store: Store
+    gpu: str | None
+    path: Path
+
+
+class GpuSide(Protocol):
+    """What a measured comparison uses of its backend (chronos.measure.backend.GpuBackend)."""
+
+    config: MeasureConfig
+    store: Store
+    executor: cf.Executor
+    pool: Any
+    ptxas: str | None
+    retry_invalid: bool
+    remeasure: bool
+
+    def provenance(self) -> dict: ...
 
 
 def _labels(variants: list[Variant]) -> list[str]:
@@ -32,7 +61,8 @@ def _check(spec: KernelSpec, variants: list[Variant]) -> None:
         raise MeasureError(f"{spec.kernel}: a comparison's first contender must be the baseline (no actions)")
 
 
-def replay_compare(backend, spec: KernelSpec, variants: list[Variant], timing: TimingConfig) -> Comparison:
+def replay_compare(backend: ReplaySide, spec: KernelSpec, variants: list[Variant],
+                   timing: TimingConfig) -> Comparison:
     _check(spec, variants)
     th = timing.timing_hash(backend.config.config_hash())
     key = contenders_key([v.ptx_sha256 for v in variants])
@@ -42,8 +72,8 @@ def replay_compare(backend, spec: KernelSpec, variants: list[Variant], timing: T
     return Comparison.from_json({**hit[0], "provenance": hit[1]})
 
 
-def gpu_compare(backend, spec: KernelSpec, variants: list[Variant], timing: TimingConfig) -> Comparison:
-
+def gpu_compare(backend: GpuSide, spec: KernelSpec, variants: list[Variant],
+                timing: TimingConfig) -> Comparison:
     _check(spec, variants)
     cfg = backend.config
     th = timing.timing_hash(cfg.config_hash())
