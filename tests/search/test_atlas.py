@@ -175,3 +175,36 @@ def test_a_truncated_or_damaged_atlas_is_a_store_error_naming_it(small_plan, tmp
     half.write_bytes(whole[: len(whole) // 2])
     with pytest.raises(StoreError, match=str(half)):
         AtlasReplay(half).db.measured("gemm_tile(2,2,2)")
+
+
+def test_a_changed_value_in_a_kernels_rows_fails_its_digest(small_plan, tmp_path):
+    """A bit flipped in a measurement still decodes as a number (quick_check passes): the kernel's digest
+    catches it when the kernel is looked up; a plan made before digests says how to seal it."""
+    import sqlite3
+
+    from chronos.errors import AtlasError
+    from chronos.search.atlas_records import seal
+
+    db, spec, _, _ = small_plan
+    db.record(spec.kernel, [(0, {"valid": True, "cycles_median": 1000.0, "created_at": "2026-12-03T00:00:00Z"})])
+    db.close()
+    assert AtlasDB(db.path, readonly=True).measured(spec.kernel)[0]["cycles_median"] == 1000.0
+    raw = sqlite3.connect(db.path)
+    with raw:
+        raw.execute("UPDATE measured SET cycles_median = 1008.0")
+    with pytest.raises(AtlasError, match=f"{db.path}: the rows of gemm_tile.2,2,2. fail their digest"):
+        AtlasDB(db.path, readonly=True).measured(spec.kernel)
+    with raw:
+        raw.execute("DROP TABLE digests")
+    raw.close()
+    with pytest.raises(AtlasError, match=f"no digests.*atlas_records seal {db.path}"):
+        AtlasDB(db.path, readonly=True).measured(spec.kernel)
+    assert seal(str(db.path)) == 1  # sealed as it stands, then read
+    assert AtlasDB(db.path, readonly=True).measured(spec.kernel)[0]["cycles_median"] == 1008.0
+
+
+def test_the_committed_atlas_is_sealed():
+    committed = AtlasDB(Path(__file__).resolve().parents[2] / "data/store/atlas.sqlite", readonly=True)
+    kernels = [k["kernel"] for k in committed.kernels()]
+    assert len(kernels) == 64 and all(committed.has(k) for k in kernels)  # each verified against its digest
+    committed.close()

@@ -10,7 +10,9 @@ The plan lives in a compact SQLite file (`data/store/atlas.sqlite`, schema below
 store; `AtlasDB` reads and writes it. The replay backend answers a set the measurements lack through it
 (chronos.search.atlas_replay): (kernel, set) -> SASS variant -> the representative's measurement. Each set
 keeps the first 8 bytes of its PTX sha256, so a transform that changed since the plan was built shows up as
-a miss rather than as a stale answer.
+a miss rather than as a stale answer. Each kernel's rows (its plan and measurements) carry one digest
+(`digests`), written with them and verified when the kernel is first looked up: a value changed on disk is
+an error naming the file and kernel, not a silently different answer.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from __future__ import annotations
 import calendar
 import concurrent.futures as cf
 import contextlib
+import hashlib
+import json
 import time
 from pathlib import Path
 
@@ -48,7 +52,15 @@ CREATE TABLE IF NOT EXISTS sets (
     PRIMARY KEY (kernel_id, mask)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS refusals (kernel_id INTEGER NOT NULL, mask INTEGER NOT NULL, reason TEXT NOT NULL,
     PRIMARY KEY (kernel_id, mask)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS digests (kernel_id INTEGER PRIMARY KEY, sha256 TEXT NOT NULL);
 """
+_KERNEL_ROWS = (  # what a kernel's digest covers, each in key order
+    "SELECT kernel, root_ptx_sha256, sets, variants, refused, seconds FROM kernels WHERE id = ?",
+    "SELECT * FROM variants WHERE kernel_id = ? ORDER BY variant",
+    "SELECT * FROM measured WHERE kernel_id = ? ORDER BY variant",
+    "SELECT * FROM sets WHERE kernel_id = ? ORDER BY mask",
+    "SELECT * FROM refusals WHERE kernel_id = ? ORDER BY mask",
+)
 REFUSED = -1
 """`sets.variant` of a set whose PTX ptxas refused (a register budget it cannot meet); see `refusals`."""
 _WHAT = "atlas plan"
@@ -123,12 +135,44 @@ class AtlasDB:
         return self.kernel_id(kernel) is not None
 
     def kernel_id(self, kernel: str) -> int | None:
+        """The kernel's id, its rows verified against their digest the first time it is looked up."""
         if kernel not in self._ids:
             row = self._one("SELECT id FROM kernels WHERE kernel = ?", (kernel,))
             if row is None:
                 return None
+            self._verify(kernel, row[0])
             self._ids[kernel] = row[0]
         return self._ids[kernel]
+
+    def _digest(self, kid: int) -> str:
+        h = hashlib.sha256()
+        for sql in _KERNEL_ROWS:
+            h.update(json.dumps(self.db.execute(sql, (kid,)).fetchall(), separators=(",", ":")).encode())
+        return h.hexdigest()
+
+    def _seal(self, kid: int) -> None:
+        """(Inside a write transaction.) The kernel's digest over its rows as they now stand."""
+        self.db.execute("INSERT OR REPLACE INTO digests VALUES (?, ?)", (kid, self._digest(kid)))
+
+    def _verify(self, kernel: str, kid: int) -> None:
+        with sqlite_errors(self.path, _WHAT):
+            if self.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'digests'").fetchone() is None:
+                raise AtlasError(f"atlas plan {self.path} has no digests (made before they existed): seal it "
+                                 f"once with `python -m chronos.search.atlas_records seal {self.path}`")
+            row = self.db.execute("SELECT sha256 FROM digests WHERE kernel_id = ?", (kid,)).fetchone()
+            ok = row is not None and row[0] == self._digest(kid)
+        if not ok:
+            raise AtlasError(f"atlas plan {self.path}: the rows of {kernel} fail their digest (a value "
+                             "changed on disk, or written without one): restore it from its committed copy")
+
+    def seal_all(self) -> int:
+        """Digest every kernel's rows as they stand (an atlas made before digests); returns the kernels."""
+        with self._transaction() as db:
+            db.executescript(SCHEMA)  # adds the digests table
+            kids = [r[0] for r in db.execute("SELECT id FROM kernels ORDER BY id").fetchall()]
+            for kid in kids:
+                self._seal(kid)
+        return len(kids)
 
     def kernels(self) -> list[dict]:
         cols = ("id", "kernel", "root_ptx_sha256", "sets", "variants", "refused", "seconds")
@@ -161,6 +205,7 @@ class AtlasDB:
             db.executemany(
                 "INSERT INTO variants VALUES (?, ?, ?, ?, ?, ?)",
                 [(kid, v, ptx8(a.sass_key), m, a.registers, a.spills) for v, (m, a) in sorted(reps.items())])
+            self._seal(kid)
 
     def representatives(self, kernel: str) -> list[tuple[int, tuple[str, ...]]]:
         """(variant, representative action set) for every SASS variant of the kernel."""
@@ -203,6 +248,7 @@ class AtlasDB:
                          "" if m["valid"] else (m.get("log") or "")[:2000]))
         with self._transaction() as db:
             db.executemany("INSERT OR REPLACE INTO measured VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            self._seal(kid)
 
     def measured(self, kernel: str) -> dict[int, dict]:
         """variant -> its measurement, for the variants measured so far."""

@@ -3,6 +3,7 @@ plan file elsewhere (the plan file itself is too large to bring back from a devi
 
     python -m chronos.search.atlas_records export SCRATCH_STORE OUT.jsonl.gz
     python -m chronos.search.atlas_records merge RECORDS.jsonl.gz data/store/atlas.sqlite
+    python -m chronos.search.atlas_records seal data/store/atlas.sqlite  # a plan made before digests
 
 A record names its kernel, canonical action set and PTX sha256; merging maps it to the plan's SASS variant
 (and refuses a record whose PTX differs from the plan's), keeping the record's own measurement time.
@@ -55,7 +56,19 @@ def merge(records_path: str, plan_path: str) -> int:
     return sum(len(r) for r in by.values())
 
 
+def seal(plan_path: str) -> int:
+    """Digest every kernel's rows of a plan made before digests existed (trusting them as they are)."""
+    db = AtlasDB(plan_path)
+    try:
+        return db.seal_all()
+    finally:
+        db.close()
+
+
 if __name__ == "__main__":
-    cmd, a, b = sys.argv[1:4]
-    n = export(a, b) if cmd == "export" else merge(a, b)
-    print(f"atlas_records {cmd}: {n} records")
+    cmd, *paths = sys.argv[1:4]
+    if cmd == "seal":
+        print(f"atlas_records seal: {seal(paths[0])} kernels sealed")
+    else:
+        n = export(*paths) if cmd == "export" else merge(*paths)
+        print(f"atlas_records {cmd}: {n} records")
