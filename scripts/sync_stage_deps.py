@@ -13,7 +13,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from tests.stages.test_stage_code_deps import closure  # noqa: E402 - the test's own closure
+from tests.stages.test_stage_code_deps import closure
 
 
 def code_deps(stage_module: str) -> list[str]:
