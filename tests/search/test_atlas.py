@@ -186,7 +186,8 @@ def test_a_changed_value_in_a_kernels_rows_fails_its_digest(small_plan, tmp_path
     from chronos.search.atlas_records import seal
 
     db, spec, _, _ = small_plan
-    db.record(spec.kernel, [(0, {"valid": True, "cycles_median": 1000.0, "created_at": "2026-12-03T00:00Z"})])
+    row = {"valid": True, "cycles_median": 1000.0, "created_at": "2026-12-03T00:00:00Z"}
+    db.record(spec.kernel, [(0, row)])
     db.close()
     assert AtlasDB(db.path, readonly=True).measured(spec.kernel)[0]["cycles_median"] == 1000.0
     raw = sqlite3.connect(db.path)
