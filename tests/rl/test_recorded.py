@@ -104,3 +104,18 @@ def test_committed_records_are_keyed_by_the_committed_inputs():
                            out_latest=None, result=None, curves=None)
     for stage, io in (("bc", bc.training_io(b, cfg)), ("grpo", grpo.training_io(g, cfg))):
         assert RecordedTraining(root / "data/recorded_training", stage).matches(training_key(io[0])), stage
+
+
+def test_the_committed_heldout_record_is_keyed_by_the_committed_census():
+    from pathlib import Path
+
+    from chronos import config
+    from chronos.actions import resolve_space
+    from chronos.rl.heldout import training_inputs
+
+    root = Path(__file__).resolve().parents[2]
+    cfg = config.load(root / "params.yaml")
+    families = list(cfg.search.census.families)  # every family has census parts
+    inputs = training_inputs(cfg.heldout, resolve_space(cfg.heldout.space), families, root / "data/census",
+                             root / "data/kernels")
+    assert RecordedTraining(root / "data/recorded_training", "heldout").matches(training_key(inputs))
