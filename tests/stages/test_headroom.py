@@ -104,6 +104,7 @@ def test_a_gpu_run_writes_parts_that_replay_as_recorded(tmp_path, monkeypatch, p
     assert headroom.main([*argv, "--out", str(tmp_path / "replay.json"), "--backend", "replay"]) == 0
     gpu, rep = (json.loads((tmp_path / f).read_text()) for f in ("gpu.json", "replay.json"))
     assert rep["kernels"][0]["as_recorded"] is True and rep["disagreements"] == []
+    assert sorted(p.name for p in tmp_path.glob("m.sqlite*")) == ["m.sqlite"]  # closed: no -wal/-shm left
     assert {k: v for k, v in rep["kernels"][0].items() if k != "as_recorded"} == gpu["kernels"][0]
 
 

@@ -254,6 +254,7 @@ class GpuBackend:
     def close(self) -> None:
         self.pool.close()
         self.executor.shutdown(wait=False, cancel_futures=True)
+        self.store.close()  # the file back in rollback-journal mode: replay then creates nothing beside it
 
     def __enter__(self):
         return self
