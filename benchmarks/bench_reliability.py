@@ -72,38 +72,40 @@ def _legacy_checkpoint(work: Path) -> Path:
     return path
 
 
+def _edited_copy(src: Path, dest: Path, trigger: str, rows_sql: str, update_sql: str, edit) -> Path:
+    """A copy of a store with `edit(value)` applied to the (id, value) rows `rows_sql` selects (None: left
+    as it is): what a flipped bit on disk can leave, past the append-only trigger."""
+    shutil.copyfile(src, dest)
+    db = sqlite3.connect(dest)
+    db.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+    with db:
+        for rid, value in db.execute(rows_sql).fetchall():
+            if (new := edit(value)) is not None:
+                db.execute(update_sql, (new, rid))
+    db.close()
+    return dest
+
+
+def _flip_first_time(body: str) -> str | None:
+    at = body.find('"event_ms"')
+    digit = next((i for i in range(at, len(body)) if body[i] in "123456789"), None) if at >= 0 else None
+    return None if digit is None else body[:digit] + chr(ord(body[digit]) ^ 1) + body[digit + 1:]
+
+
 def _flipped_store(work: Path) -> Path:
     """A copy of attorch's measurement store with one bit flipped in a stored time of every comparison (a
-    valid number still: what a flipped bit on disk can leave)."""
-    path = work / "flipped.sqlite"
-    shutil.copyfile(ATTORCH / "measurements.sqlite", path)
-    db = sqlite3.connect(path)
-    db.execute("DROP TRIGGER IF EXISTS no_update_cmp")
-    with db:
-        for rid, body in db.execute("SELECT id, body FROM comparisons").fetchall():
-            at = body.find('"event_ms"')
-            digits = [i for i in range(max(at, 0), len(body)) if body[i] in "123456789"] if at >= 0 else []
-            digit = digits[0] if digits else None
-            if digit is not None:
-                body = body[:digit] + chr(ord(body[digit]) ^ 1) + body[digit + 1:]
-                db.execute("UPDATE comparisons SET body = ? WHERE id = ?", (body, rid))
-    db.close()
-    return path
+    valid number still)."""
+    return _edited_copy(ATTORCH / "measurements.sqlite", work / "flipped.sqlite", "no_update_cmp",
+                        "SELECT id, body FROM comparisons", "UPDATE comparisons SET body = ? WHERE id = ?",
+                        _flip_first_time)
 
 
 def _flipped_measurements(work: Path) -> Path:
     """A copy of the gemm_tile store with one bit flipped in the cycle count of every gemm_tile(2,2,2) row."""
-    path = work / "flipped_gemm.sqlite"
-    shutil.copyfile(ROOT / "data/store/measurements.sqlite", path)
-    db = sqlite3.connect(path)
-    db.execute("DROP TRIGGER IF EXISTS no_update")
-    with db:
-        for rid, cycles in db.execute("SELECT id, cycles_median FROM measurements WHERE kernel = "
-                                      "'gemm_tile(2,2,2)' AND cycles_median IS NOT NULL").fetchall():
-            flipped = float(int(cycles) ^ 4)
-            db.execute("UPDATE measurements SET cycles_median = ? WHERE id = ?", (flipped, rid))
-    db.close()
-    return path
+    return _edited_copy(ROOT / "data/store/measurements.sqlite", work / "flipped_gemm.sqlite", "no_update",
+                        "SELECT id, cycles_median FROM measurements WHERE kernel = 'gemm_tile(2,2,2)' AND "
+                        "cycles_median IS NOT NULL", "UPDATE measurements SET cycles_median = ? WHERE id = ?",
+                        lambda cycles: float(int(cycles) ^ 4))
 
 
 def _schema1_store(work: Path) -> Path:
