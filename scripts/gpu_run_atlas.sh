@@ -19,7 +19,7 @@ if [ "${FAULTS:-0}" = 1 ]; then
   echo "faults: exit $?" | tee -a "$OUT/summary.txt"
 fi
 if [ -n "${REPEAT:-}" ]; then  # a second run over kernels an earlier call measured: repeatability
-  timeout 150 python3 benchmarks/bench_atlas_repeat.py --params /tmp/params_gpu.yaml --kernel "$REPEAT" \
+  timeout 150 python3 experiments/measurement/atlas_repeat.py --params /tmp/params_gpu.yaml --kernel "$REPEAT" \
     --json "$OUT/repeat.json" > "$OUT/repeat.log" 2>&1
   echo "repeat: exit $? at $(date -u +%FT%TZ)" | tee -a "$OUT/summary.txt"
 fi

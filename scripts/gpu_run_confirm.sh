@@ -47,11 +47,11 @@ cp data/store/measurements.sqlite "$OUT/measurements.sqlite"
 if [ "${REPEAT:-0}" = 1 ]; then
   KERNELS='gemm_tile\((2,2,2|2,8,4|4,6,8|6,4,2|8,8,8)\)'
   for g in 0 1; do
-    CUDA_VISIBLE_DEVICES=$g timeout 150 python3 benchmarks/bench_repeat_protocol.py --kernel "$KERNELS" \
+    CUDA_VISIBLE_DEVICES=$g timeout 150 python3 experiments/measurement/repeat_protocol.py --kernel "$KERNELS" \
       --json "/tmp/logs/repeat_${TAG:-x}$g.json" > "/tmp/logs/repeat_${TAG:-x}$g.log" 2>&1 &
   done
   wait; echo "repeat protocol: done at $(date -u +%FT%TZ)" | tee -a /tmp/logs/summary.txt
-  step atlas_repeat 150 python3 benchmarks/bench_atlas_repeat.py --params /tmp/params_gpu.yaml --kernel 'gemm_tile\(2,2,2\)' \
+  step atlas_repeat 150 python3 experiments/measurement/atlas_repeat.py --params /tmp/params_gpu.yaml --kernel 'gemm_tile\(2,2,2\)' \
     --json /tmp/logs/atlas_repeat.json
 fi
 tar czf "$OUT/logs.tar.gz" -C /tmp logs

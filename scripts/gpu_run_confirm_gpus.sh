@@ -17,7 +17,7 @@ one 1 g1b & one 0 g0b & wait
 for p in "g0a g0b" "g1a g1b" "g0a g1a" "g0b g1b"; do
   set -- $p
   echo "== $1 vs $2"
-  python3 benchmarks/bench_repeat_protocol.py --confirm "$OUT/confirm_$1.json" "$OUT/confirm_$2.json" | python3 -c "
+  python3 experiments/measurement/repeat_protocol.py --confirm "$OUT/confirm_$1.json" "$OUT/confirm_$2.json" | python3 -c "
 import json, sys
 for k, v in json.load(sys.stdin).items():
     if k != 'files': print(f\"{k:30s} median {100*v['median']:.2f}% p95 {100*v['p95']:.2f}% within {100*v['within']:.0f}%\")"

@@ -4,9 +4,9 @@
 #   aa        stage aa on the GPU (the A/A test) into data/store/measurements.sqlite
 #   search    stage search_triton (greedy in wall time, both tiers)
 #   evaluate  stage evaluate (the policy through the optimize path in time, both tiers, probes)
-#   cross     benchmarks/bench_cross_run.py (10 kernels' best vs baseline, fresh scratch store; CROSS_ROUNDS
+#   cross     experiments/measurement/cross_run.py (10 kernels' best vs baseline, fresh scratch store; CROSS_ROUNDS
 #             overrides timing.rounds, CROSS_MAX_ROUNDS timing.max_rounds) -> cross_$TAG.json
-#   drift     benchmarks/bench_drift.py -> drift_$TAG.json
+#   drift     experiments/measurement/drift.py -> drift_$TAG.json
 #   gputests  the GPU tests (pytest -m gpu) of measure and search
 # The store, the reports and the built tiers come back in one $OUT/result_$TAG.tgz (the device returns a
 # limited number of files), refreshed after every step.
@@ -43,13 +43,13 @@ for s in ${STEPS:-}; do
       save_store ;;
     cross)
       step cross
-      timeout 200 python3 benchmarks/bench_cross_run.py ${CROSS_ROUNDS:+--rounds $CROSS_ROUNDS} \
+      timeout 200 python3 experiments/measurement/cross_run.py ${CROSS_ROUNDS:+--rounds $CROSS_ROUNDS} \
         ${CROSS_MAX_ROUNDS:+--max-rounds $CROSS_MAX_ROUNDS} \
         --json "$OUT/cross_$TAG.json" > "$OUT/cross_$TAG.log" 2>&1
       echo "cross: exit $?" | tee -a "$OUT/summary_$TAG.txt"; tail -3 "$OUT/cross_$TAG.log" ;;
     drift)
       step drift
-      timeout 300 python3 benchmarks/bench_drift.py --json "$OUT/drift_$TAG.json" > "$OUT/drift_$TAG.log" 2>&1
+      timeout 300 python3 experiments/measurement/drift.py --json "$OUT/drift_$TAG.json" > "$OUT/drift_$TAG.log" 2>&1
       echo "drift: exit $?" | tee -a "$OUT/summary_$TAG.txt"; tail -3 "$OUT/drift_$TAG.log" ;;
     gputests)
       step gputests

@@ -115,7 +115,8 @@ class HeadroomConfig:
     """Greedy steps per kernel; 0: search.greedy.max_steps. 1: step 0 alone, a census of single actions."""
     l2_demote: bool = True
     """Time this section's comparisons with timing.l2_demote on, whatever `timing` says: the v2 space holds L2
-    evict_last hints, whose lines partly outlive the flush (benchmarks/bench_l2_demote.py, 2026-12-02)."""
+    evict_last hints, whose lines partly outlive the flush (experiments/measurement/l2_demote.py,
+    2026-12-02)."""
     SECTION: typing.ClassVar[str] = "search.headroom"
 
     def timing_for(self, timing: TimingConfig) -> TimingConfig:

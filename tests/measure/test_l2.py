@@ -1,6 +1,6 @@
 """chronos.measure.l2: the demote kernel assembles for both targets and covers every line of a buffer; the
-timing knob that turns it on keys comparisons only when on. The probe kernels of benchmarks/bench_l2_demote.py
-assemble too (the benchmark runs on a GPU only)."""
+timing knob that turns it on keys comparisons only when on. The probe kernels of
+experiments/measurement/l2_demote.py assemble too (the benchmark runs on a GPU only)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ import pytest
 from chronos.config_timing import TimingConfig
 from chronos.errors import ConfigError
 from chronos.measure import l2
-from tests.benchmark_module import BENCHMARKS, load_benchmark
+from tests.benchmark_module import ROOT, load_script
 
 
 def _bench():
-    return load_benchmark("bench_l2_demote")
+    return load_script("experiments/measurement/l2_demote.py")
 
 
 @pytest.mark.parametrize("arch", ["sm_89", "sm_90a"])
@@ -70,7 +70,7 @@ def test_the_benchmarks_on_comparison_is_the_census_one_and_off_keys_its_own():
     from chronos.search.atlas_replay import backend_with_atlas
     from chronos.search.runs import kernels_of
 
-    root = BENCHMARKS.parent
+    root = ROOT
     bench = _bench()
     cfg = config.load(root / "params.yaml")
     assert cfg.search.census.l2_demote

@@ -1,18 +1,18 @@
-"""benchmarks/onestep_learners.py: the comparators it scores the stage's policy against learn what a feature
-decides (knn, ridge), the fixed ranking stays one action, its top 3 keeps to legal actions, and dropping an
-action family masks it everywhere."""
+"""experiments/learning/onestep_learners.py: the comparators it scores the stage's policy against learn what
+a feature decides (knn, ridge), the fixed ranking stays one action, its top 3 keeps to legal actions, and
+dropping an action family masks it everywhere."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from chronos.actions import STOP, V2
-from tests.benchmark_module import load_benchmark
+from tests.benchmark_module import load_script
 from tests.rl.test_onestep import A, B, C, _kernel
 
 
 def _bench():
-    return load_benchmark("onestep_learners")
+    return load_script("experiments/learning/onestep_learners.py")
 
 
 def test_comparators_learn_the_deciding_feature_and_keep_to_legal_actions():

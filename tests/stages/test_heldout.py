@@ -177,9 +177,9 @@ def test_picks_recorded_elsewhere_are_timed_side_by_side_then_replayed(tmp_path,
 def test_held_out_scores_without_l2_evict_last_count_those_picks_as_the_baseline():
     import math
 
-    from tests.benchmark_module import load_benchmark
+    from tests.benchmark_module import load_script
 
-    bench = load_benchmark("heldout_without_l2_last")
+    bench = load_script("experiments/learning/heldout_without_l2_last.py")
     row = {"actions": {"policy": "l2_evict_last_reread", "beam": ["l2_evict_last_reread", "occ_ctas_2"],
                        "bc": "occ_ctas_2", "fixed": "l2_evict_last_streaming",
                        "oracle": "l2_evict_last_reread"},

@@ -4,14 +4,14 @@ The timing protocol's cold L2 is a 128 MiB memset between launches: its normal-p
 normal and evict_first lines, but a line a kernel loaded with `.L2::cache_hint` under an
 `createpolicy ... L2::evict_last` policy is the last the L2 gives up, so it may outlive the memset. Then
 the next launch of the same variant (reps run back to back) finds its re-read data in L2 and looks faster
-than it would in a workload where other kernels ran in between. benchmarks/paired_vs_crowded.py found the
-symptom in the H200 searches: L2 evict_last winners lose a median 3.9% of their gain when other contenders
-run between their launches; other families do not move.
+than it would in a workload where other kernels ran in between. experiments/measurement/paired_vs_crowded.py
+found the symptom in the H200 searches: L2 evict_last winners lose a median 3.9% of their gain when other
+contenders run between their launches; other families do not move.
 
 `applypriority.global.L2::evict_normal [a], 128` (PTX ISA 7.4, sm_80+) demotes the 128-byte line holding
 `a` to normal priority without touching its data, so a demote over every buffer of the kernel followed by
 the memset leaves none of them in L2. `timing.l2_demote` turns it on (off by default: it changes the
-protocol, hence the comparisons' key; benchmarks/bench_l2_demote.py measures whether it is needed).
+protocol, hence the comparisons' key; experiments/measurement/l2_demote.py measures whether it is needed).
 """
 
 from __future__ import annotations

@@ -278,9 +278,10 @@ class GpuRunner:
         """Several variants of one kernel measured side by side: each is verified bit-exactly against the
         baseline, then `rounds` rounds visit every valid one in a shuffled order for 1/rounds of the reps
         and cycle samples, on one set of buffers; statistics over the pooled samples. Slow drifts and the
-        placement of one allocation then hit every candidate alike (benchmarks/bench_repeat_protocol.py).
-        With `realloc`, every round gets fresh buffers behind a spacer allocation of a seeded size, so the
-        pooled samples average over placements in memory instead of sharing one."""
+        placement of one allocation then hit every candidate alike
+        (experiments/measurement/repeat_protocol.py). With `realloc`, every round gets fresh buffers behind a
+        spacer allocation of a seeded size, so the pooled samples average over placements in memory instead
+        of sharing one."""
         import random
 
         self._warm_once(cfg)

@@ -6,8 +6,8 @@ order) gets
   * `reps` single-launch samples: [flush L2 if cold, behind a demote of the kernel's buffers with
     timing.l2_demote (chronos.measure.l2)] → spin → start event → launch → end event. The spin
     kernel (%globaltimer, `spin_us`) keeps the GPU busy while the host enqueues start, launch and end, so a
-    slow or preempted host never lands inside the interval (benchmarks/bench_launch_gap.py: the flush alone
-    hides host delays up to ~22 µs only);
+    slow or preempted host never lands inside the interval (experiments/measurement/launch_gap.py: the flush
+    alone hides host delays up to ~22 µs only);
   * for short kernels, `graph_reps` samples of a CUDA graph of `graph_launches` launches (each preceded by
     its flush when cold), timed the same way; the per-launch time subtracts a flush-only graph measured in
     the same round. A graph replays launches without the host, so a sub-µs body is not hidden under

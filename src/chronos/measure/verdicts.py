@@ -6,8 +6,8 @@ The samples are paired by round: in round r every contender ran once, in a shuff
 (chronos.measure.timing), so a slow drift of the GPU or host moves all of round r alike. The statistic is the
 mean over rounds of log(contender_r / baseline_r), i.e. the geometric mean of the per-round ratios; its
 interval is a percentile bootstrap over rounds (resampling whole rounds keeps the pairing), seeded so a
-verdict replays identically from the stored samples. benchmarks/bench_aa.py measures how often this calls a
-copy of the baseline faster or slower (the A/A test).
+verdict replays identically from the stored samples. Stage aa (chronos.stages.aa) measures how often this
+calls a copy of the baseline faster or slower (the A/A test).
 """
 
 from __future__ import annotations

@@ -8,9 +8,9 @@ greedy, the best fixed set and the policy are compared on numbers taken together
 
 Why: the atlas's oracle is the minimum over thousands of per-variant medians, each measured once, so it is
 biased low (the winner's curse), and measurements of one variant taken in separate runs differ by ~1% at the
-median and several % in the tail (issue #4; benchmarks/bench_repeat_protocol.py). Per kernel, `--measure`
-takes the baseline, the atlas's `confirm.top` best SASS variants, the best fixed set, greedy's and the
-policy's final sets, deduplicated by SASS variant, and measures them together with
+median and several % in the tail (issue #4; experiments/measurement/repeat_protocol.py). Per kernel,
+`--measure` takes the baseline, the atlas's `confirm.top` best SASS variants, the best fixed set, greedy's
+and the policy's final sets, deduplicated by SASS variant, and measures them together with
 `GpuRunner.measure_rounds` (bit-exact verification, then `confirm.rounds` interleaved rounds on one set of
 buffers). Without `--measure` it summarises the committed data: per split, the mean cycle change of each
 contender, the confirmed oracle (the best confirmed candidate) and the policy's share of its mean log-gain.

@@ -1,6 +1,6 @@
 """Do L2 evict_last lines outlive the timing protocol's flush, and does timing.l2_demote fix it? (GPU; #14)
 
-    python benchmarks/bench_l2_demote.py [--probe-mib 24] [--rounds 30] [--controls 8]
+    python experiments/measurement/l2_demote.py [--probe-mib 24] [--rounds 30] [--controls 8]
         [--store OUT/l2_demote.sqlite] [--json OUT/l2_demote.json]
 
 1. probe (raw kernels, no Chronos variant): a buffer X is read once (prime), then X is read again and timed.

@@ -5,7 +5,7 @@ unmodified kernel, stop excluded; register budgets decided by ptxas unless --no-
 transforms (unroll x2/x4): how many kernels have a loop, how many each unroll applies to, why the other
 loops are refused, and whether ptxas accepts every unrolled variant (with how many start to spill).
 
-    python benchmarks/v2_census.py [--only captured] [--no-assemble] [--loops-only]
+    python experiments/action_space/v2_census.py [--only captured] [--no-assemble] [--loops-only]
 
 Families as in legality_census.py (gemm_tile, the round-trip corpus, the Triton suite, the captured
 workloads) plus the LLM-size Triton tier (data/kernels/triton_llm). Every applicable variant is assembled

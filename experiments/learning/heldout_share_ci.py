@@ -1,6 +1,7 @@
 """How sure are the held-out scores? A bootstrap over the held-out kernels (#14; nothing is measured)
 
-    python benchmarks/heldout_share_ci.py [--heldout reports/heldout.json] [--resamples 10000] [--seed 0]
+    python experiments/learning/heldout_share_ci.py [--heldout reports/heldout.json] [--resamples 10000]
+    [--seed 0]
 
 Stage heldout scores each method by its summed side-by-side log-gain over the held-out kernels (one H200
 comparison per kernel, its picks beside the baseline). Which kernels land in the held-out set is itself a

@@ -1,6 +1,6 @@
 """Does a single action's measured gain depend on the comparison it is timed in? (#14)
 
-    python benchmarks/paired_vs_crowded.py [--census data/census] [--headroom data/headroom]
+    python experiments/measurement/paired_vs_crowded.py [--census data/census] [--headroom data/headroom]
 
 Nothing is measured: both numbers come from the committed H200 searches. A census kernel's step-0 winner is
 timed twice more after the step that chose it:

@@ -1,6 +1,6 @@
 """Per corpus family: how many of the 20 transforms are legal on average, and why the others are refused.
 
-    python benchmarks/legality_census.py
+    python experiments/action_space/legality_census.py
 
 Families: the 64 gemm_tile kernels (sm_90), the nvcc corpus and the Triton corpus (tests/corpus/), the
 33-kernel Triton suite (data/kernels/triton/) and the captured workloads (data/kernels/captured/<w>/, one
@@ -20,7 +20,7 @@ from chronos.kernels.spec import read_ptx_file
 from chronos.ptx import parse
 from chronos.transforms import TRANSFORM_NAMES, refusals
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _families() -> dict[str, list[tuple[str, str]]]:

@@ -1,10 +1,10 @@
 """Long DA-GRPO runs on replay, for the late collapse of #6 (issue #14 item 4): reports/grpo_stability/.
 
-    PYTHONPATH=src python benchmarks/grpo_stability.py run --out /tmp/gs/base --set epochs=600
-    PYTHONPATH=src python benchmarks/grpo_stability.py run --out /tmp/gs/fix \
+    PYTHONPATH=src python experiments/learning/grpo_stability.py run --out /tmp/gs/base --set epochs=600
+    PYTHONPATH=src python experiments/learning/grpo_stability.py run --out /tmp/gs/fix \
         --set epochs=1500 --set off_policy_ratio=behaviour
-    PYTHONPATH=src python benchmarks/grpo_stability.py plot --out reports/grpo_stability/curves.png \
-        base=/tmp/gs/base/curves.csv fix=/tmp/gs/fix/curves.csv
+    PYTHONPATH=src python experiments/learning/grpo_stability.py plot --out reports/grpo_stability/curves.png
+        \\ base=/tmp/gs/base/curves.csv fix=/tmp/gs/fix/curves.csv
 
 `run` trains exactly as stage grpo does (params.yaml's grpo block with `--set key=value` overrides, the
 split, models/bc.pt, the store and atlas on replay, one thread) but keeps the curves of a run that diverges,

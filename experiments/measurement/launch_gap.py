@@ -1,6 +1,6 @@
 """Does host-side launch latency leak into the event-timed wall time? (GPU; issue #12, the drift question.)
 
-    python benchmarks/bench_launch_gap.py [--kernels REGEX] [--reps 200] [--json out.json]
+    python experiments/measurement/launch_gap.py [--kernels REGEX] [--reps 200] [--json out.json]
 
 The measurement protocol times one launch as: L2 flush (a 128 MiB memset), start event, launch, end event.
 The start event fires on the GPU as soon as the flush ends; if the host has not enqueued the launch by

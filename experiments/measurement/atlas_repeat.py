@@ -1,8 +1,8 @@
 """Repeatability over many variants: measure again, in a separate run (fresh workers, fresh scratch store),
 the atlas variants of some kernels that an earlier run already measured, and compare the two runs per variant.
 
-    python benchmarks/bench_atlas_repeat.py --atlas data/store/atlas.sqlite --kernel 'gemm_tile\\(2,2,' \
-        [--params params.yaml] [--json out.json]
+    python experiments/measurement/atlas_repeat.py --atlas data/store/atlas.sqlite --kernel
+        'gemm_tile\\(2,2,' \\ [--params params.yaml] [--json out.json]
 
 Works on a scratch copy of the plan file (the original is only read). Prints, for cycles and time, the
 median, 95th percentile and maximum relative difference between the runs, and the share of variants within

@@ -1,9 +1,10 @@
 """Where does run-to-run spread come from, and which measurement protocol removes it? GPU only.
 
-    python benchmarks/bench_repeat_protocol.py --kernel 'gemm_tile\\((2,2,2|4,6,8|8,8,8)\\)' --variants 24 \
-        --json run_a.json                         (one process per GPU; run it again later; then compare with
-    python benchmarks/bench_repeat_protocol.py --compare run_a.json run_b.json ...     (on any machine)
-    python benchmarks/bench_repeat_protocol.py --confirm data/confirm/gemm_tile.json other_run.json
+    python experiments/measurement/repeat_protocol.py --kernel 'gemm_tile\\((2,2,2|4,6,8|8,8,8)\\)'
+        --variants 24 \\ --json run_a.json                         (one process per GPU; run it again later;
+    then compare with python experiments/measurement/repeat_protocol.py --compare run_a.json run_b.json ...  
+      (on any machine) python experiments/measurement/repeat_protocol.py --confirm
+      data/confirm/gemm_tile.json other_run.json
 
 Per kernel: the baseline and `--variants` atlas representatives (a seeded sample), each measured in one
 process, in one CUDA context, by three protocols:

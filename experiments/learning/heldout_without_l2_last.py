@@ -1,13 +1,13 @@
 """How much of the held-out evaluation rests on L2 evict_last picks? (#14; nothing is measured)
 
-    python benchmarks/heldout_without_l2_last.py [--heldout reports/heldout.json]
+    python experiments/learning/heldout_without_l2_last.py [--heldout reports/heldout.json]
 
-benchmarks/paired_vs_crowded.py found that L2 evict_last winners lose part of their gain once other
-kernels run between their launches, which points at lines that outlive the timing flush
-(benchmarks/bench_l2_demote.py tests that on a GPU). Until that is measured, this says what the held-out
-numbers would be if those gains were artifacts: per method the summed side-by-side log-gain, the part of it
-from picks with an L2 evict_last hint, and the scores (oracle share, fixed->oracle gap closed, geomean) with
-every such pick counted as the baseline (gain 0), as stage heldout computes them.
+experiments/measurement/paired_vs_crowded.py found that L2 evict_last winners lose part of their gain once
+other kernels run between their launches, which points at lines that outlive the timing flush
+(experiments/measurement/l2_demote.py tests that on a GPU). Until that is measured, this says what the
+held-out numbers would be if those gains were artifacts: per method the summed side-by-side log-gain, the
+part of it from picks with an L2 evict_last hint, and the scores (oracle share, fixed->oracle gap closed,
+geomean) with every such pick counted as the baseline (gain 0), as stage heldout computes them.
 """
 
 from __future__ import annotations

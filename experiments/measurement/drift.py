@@ -1,6 +1,6 @@
 """Why did every baseline move ~+1 µs between two device runs (#12, item 5)? (GPU)
 
-    python benchmarks/bench_drift.py [--kernels REGEX] [--json out.json] [--device 0]
+    python experiments/measurement/drift.py [--kernels REGEX] [--json out.json] [--device 0]
 
 One process, one GPU. The same kernels are timed under conditions one run can differ from another in:
   fresh      right after the CUDA context exists, no warm-up (clocks ramping from idle)

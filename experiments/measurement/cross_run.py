@@ -1,9 +1,9 @@
 """Cross-run agreement of the time verdicts (#12, item 4): ten kernels' best variant against their baseline,
 measured afresh, to be run in two separate device calls and compared. (GPU for measuring; CPU for --compare.)
 
-    python benchmarks/bench_cross_run.py --search reports/triton_search.json --json run_a.json   # call 1
-    python benchmarks/bench_cross_run.py --search reports/triton_search.json --json run_b.json   # call 2
-    python benchmarks/bench_cross_run.py --compare run_a.json run_b.json
+    python experiments/measurement/cross_run.py --search reports/triton_search.json --json run_a.json   #
+    call 1 python experiments/measurement/cross_run.py --search reports/triton_search.json --json run_b.json 
+     # call 2 python experiments/measurement/cross_run.py --compare run_a.json run_b.json
 
 Each call measures into a fresh scratch store (nothing is answered from an earlier run) through the decision
 path (backend.compare, chronos.measure.verdicts). The ten kernels: greedy's faster ones by gain, then the

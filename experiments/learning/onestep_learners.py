@@ -1,6 +1,6 @@
 """Which one-step learner generalises to a workload it never saw? Leave-one-workload-out on the census (#14).
 
-    python benchmarks/onestep_learners.py [--heldout reports/heldout.json] [--without-l2-last]
+    python experiments/learning/onestep_learners.py [--heldout reports/heldout.json] [--without-l2-last]
 
 Nothing is measured: every score is a recorded census outcome (stage census: every legal single v2 action
 beside the baseline in one H200 comparison), scored as stage heldout scores its census column (the deploy
@@ -15,7 +15,7 @@ Learners beside the stage's own BC+GRPO policy (read from `--heldout`, not retra
   ridge        per action a ridge regression of the signed reward on the features; the largest prediction
 The oracle is the census's own best, so it is scored on the comparison it was picked in (a winner's curse:
 the shares below are lower bounds for any learner). `--without-l2-last` drops every L2 evict_last action
-from the space first (benchmarks/bench_l2_demote.py asks whether their wins outlive a proper flush).
+from the space first (experiments/measurement/l2_demote.py asks whether their wins outlive a proper flush).
 """
 
 from __future__ import annotations

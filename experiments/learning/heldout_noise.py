@@ -1,6 +1,6 @@
 """Is the fixed-to-oracle gap of stage heldout resolved by the measurements, kernel by kernel? (#14)
 
-    python benchmarks/heldout_noise.py [--heldout reports/heldout.json] [--store STORE.sqlite]
+    python experiments/learning/heldout_noise.py [--heldout reports/heldout.json] [--store STORE.sqlite]
 
 Nothing is measured: each held-out kernel's side-by-side comparison of its picks (stage heldout, timed on
 the H200) is read back from the store, and the oracle's pick is compared with the fixed action's pick

@@ -1,7 +1,8 @@
 """Leave-one-workload-out on the headroom census (#14, a pilot): does a policy pick better single actions than
 the best fixed action chosen on the other workloads?
 
-    python benchmarks/heldout_pilot.py [--parts data/headroom] [--checkpoint models/checkpoint_best.pt]
+    python experiments/learning/heldout_pilot.py [--parts data/headroom] [--checkpoint
+    models/checkpoint_best.pt]
 
 Everything comes from recorded H200 comparisons, nothing is measured or estimated: step 0 of each headroom
 search (data/headroom) timed the baseline and every legal single action of the v2 space side by side, so
