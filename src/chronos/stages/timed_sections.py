@@ -41,8 +41,10 @@ def run(args, cfg) -> int:
 
 
 def main(section: str, doc: str, argv: list[str] | None) -> int:
-    """Run the stage of `section` (its name, its params block under `search`)."""
+    """Run the stage of `section` (its name, its params block under `search`). headroom is the default
+    section, so its recorded command line stays the one its stage was always run with."""
     import sys
 
-    return run_stage(section, doc, add_arguments, run, ["--section", section, *(sys.argv[1:] if argv is None
-                                                                                 else argv)])
+    argv = sys.argv[1:] if argv is None else argv
+    return run_stage(section, doc, add_arguments, run, argv if section == "headroom" else
+                     ["--section", section, *argv])
