@@ -20,7 +20,7 @@ from typing import NamedTuple
 import torch
 
 from chronos.actions import get_action_history, get_action_mask
-from chronos.features import extract_features
+from chronos.features.seed import extract_features
 from chronos.kernels.gemm_tile import gemm_tile_ptx
 from chronos.ptx import emit, parse
 from chronos.rl.policy import TransformPolicy

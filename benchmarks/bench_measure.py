@@ -19,10 +19,10 @@ from pathlib import Path
 
 from chronos.config import MeasureConfig
 from chronos.kernels.spec import load_module, load_specs, ptx_path
+from chronos.kernels.variant import Variant
 from chronos.measure.backend import GpuBackend
 from chronos.ptx import emit
 from chronos.transforms import apply, legal_actions
-from chronos.variant import Variant
 
 SPECS = Path("data/kernels/gemm_tile/specs.json")
 SEED_SEQ = ("vec_ld", "vec_st", "maxnreg_128")

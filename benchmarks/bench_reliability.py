@@ -193,7 +193,7 @@ def cases(work: Path) -> list[tuple[str, list[str]]]:
                              ("misspelt held-out kernel",
                               "split:\n  heldout_kernels: ['gemm-tile(2,2,2)']\n"),
                              ("empty file", ""), ("null block", "bc:\n")]),
-        ("checkpoint without a hash", [PY, "-m", "chronos.inference", "--checkpoint",
+        ("checkpoint without a hash", [PY, "-m", "chronos.optimize.inference", "--checkpoint",
                                        str(_legacy_checkpoint(work))]),
         ("store: a bit flipped in a stored time", [*tune, str(fresh("c12")), "--backend", "replay", "--store",
                                                    str(_flipped_store(work)), *only]),

@@ -1,4 +1,4 @@
-"""The optimize path in wall time (chronos.optimize_time) on the first N Triton kernels, on the GPU
+"""The optimize path in wall time (chronos.optimize.timed) on the first N Triton kernels, on the GPU
 (a device check).
 
     python scripts/gpu_check_optimize.py --store /tmp/scratch.sqlite --n 2 --beam 4
@@ -10,7 +10,7 @@ import argparse
 
 from chronos.config import load
 from chronos.kernels.spec import load_module, load_specs
-from chronos.optimize_time import optimize_time
+from chronos.optimize.timed import optimize_time
 from chronos.rl.checkpoint import load_model
 from chronos.search.atlas_replay import backend_with_atlas
 

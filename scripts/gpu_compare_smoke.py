@@ -10,8 +10,7 @@ import json
 import time
 from pathlib import Path
 
-from chronos.config import Config, MeasureConfig
-from chronos.config_timing import TimingConfig
+from chronos.config import Config, MeasureConfig, TimingConfig
 from chronos.kernels.spec import load_module
 from chronos.measure.backend import GpuBackend
 from chronos.search.runs import kernels_of

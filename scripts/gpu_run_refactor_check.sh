@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # One device call (nvidia-h200) after the architecture refactor (#11): does the measurement layer still work
 # on a real GPU through the new seams (measure takes `realize` as a callable, the atlas lookup is injected,
-# stages go through chronos.config and run_stage, the optimize path lives in chronos.optimize)?
+# stages go through chronos.config and run_stage, the optimize path lives in chronos.optimize.cycles)?
 #   tests       the GPU tests of the measurement layer and the atlas (faults, side-by-side rounds, recipes)
 #   baseline    stage baseline on the GPU for two kernels, into a scratch store
-#   optimize    chronos.optimize on two Triton kernels on the GPU (beam 4)
+#   optimize    chronos.optimize.cycles on two Triton kernels on the GPU (beam 4)
 #   (on the device) bash scripts/gpu_run_refactor_check.sh
 set -uo pipefail
 python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl || exit 1

@@ -21,7 +21,7 @@ from pathlib import Path
 from chronos.config import load
 from chronos.kernels.spec import load_module, load_specs
 from chronos.measure.backend import GpuBackend
-from chronos.optimize import optimize
+from chronos.optimize.cycles import optimize
 from chronos.rl.checkpoint import load_model
 
 SPECS = "data/kernels/triton/specs.json"

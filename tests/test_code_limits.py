@@ -89,3 +89,22 @@ def test_stages_are_shells_that_import_no_other_stage():
     bad = [str(p.relative_to(root)) for p in users if "from chronos.stages" in p.read_text()
            or "import chronos.stages" in p.read_text()]
     assert not bad, f"benchmarks/experiments importing a stage: {bad}"
+
+
+def test_every_module_has_a_home():
+    """The package root keeps the few modules everything shares (the CLI dispatcher, errors, files, progress,
+    the toolchain, the action space, the GPU's limits); the rest lives in a subpackage that says what it is.
+    A new top-level module needs a reason that this list's owner accepts."""
+    top = sorted(p.stem for p in SRC.glob("*.py") if p.stem != "__init__")
+    packages = sorted(p.name for p in SRC.iterdir() if (p / "__init__.py").is_file())
+    assert top == ["actions", "cli", "errors", "files", "gpu", "progress", "sass", "toolchain"], top
+    assert len(top) < len(packages), (top, packages)
+
+
+def test_commands_are_shells_only_the_cli_imports():
+    """chronos.commands holds the argparse shells; the library and the stages call the library beneath
+    them (chronos.tuning, chronos.optimize, chronos.triton), never a command."""
+    graph = import_graph()
+    users = {m for m, targets in graph.items() for t in targets
+             if t.startswith("chronos.commands") and not m.startswith("chronos.commands")}
+    assert users == {"chronos.cli"}, users

@@ -27,8 +27,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from chronos.config import MeasureConfig
-from chronos.config_timing import TimingConfig
+from chronos.config import MeasureConfig, TimingConfig
 from chronos.kernels.spec import load_specs, ptx_path
 from chronos.measure.runner import GpuRunner, _Kernel
 from chronos.measure.timing import _Timer

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from chronos import capture, optimize_cli, run_deployed, tune
+from chronos.commands import capture, optimize, run_deployed, tune
 from chronos.errors import ChronosError
 
 EXIT_OK, EXIT_DIFFER, EXIT_ERROR = 0, 1, 2
@@ -101,8 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.set_defaults(func=cmd_emit)
     o = sub.add_parser("optimize", help="the optimize path for one PTX file and its launch spec "
                                         "(measured on a GPU, or replayed from a store)")
-    optimize_cli.add_arguments(o)
-    o.set_defaults(func=optimize_cli.run)
+    optimize.add_arguments(o)
+    o.set_defaults(func=optimize.run)
     c = sub.add_parser("capture", help="run a workload and record every Triton kernel it launches as specs "
                                        "(chronos capture --out DIR -- CMD ...)")
     capture.add_arguments(c)

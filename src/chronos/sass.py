@@ -39,7 +39,7 @@ class Assembled:
 
 def assemble_key(ptx: str, arch: str, ptxas: str | None = None) -> Assembled:
     """ptxas one set's PTX and key it; a refusal is a result, not an exception (it is part of the atlas)."""
-    sha = hashlib.sha256(ptx.encode()).hexdigest()  # chronos.variant.sha256_text, which sits a layer above
+    sha = hashlib.sha256(ptx.encode()).hexdigest()  # kernels.variant.sha256_text, a layer above
     try:
         res = assemble(ptx, arch, ptxas=ptxas, name="atlas")
     except PtxasError as e:

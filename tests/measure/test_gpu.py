@@ -11,10 +11,10 @@ import pytest
 
 from chronos.config import MeasureConfig
 from chronos.kernels.spec import load_module, load_specs
+from chronos.kernels.variant import Variant
 from chronos.measure.backend import GpuBackend
 from chronos.ptx import emit
 from chronos.transforms import apply_sequence
-from chronos.variant import Variant
 
 pytestmark = pytest.mark.gpu
 SPECS = Path(__file__).resolve().parents[2] / "data" / "kernels" / "gemm_tile" / "specs.json"

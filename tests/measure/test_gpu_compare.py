@@ -7,11 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from chronos.config import MeasureConfig
-from chronos.config_timing import TimingConfig
+from chronos.config import MeasureConfig, TimingConfig
 from chronos.kernels.spec import load_specs, ptx_path
+from chronos.kernels.variant import Variant
 from chronos.measure.backend import GpuBackend
-from chronos.variant import Variant
 
 pytestmark = pytest.mark.gpu
 TRITON = Path(__file__).resolve().parents[2] / "data" / "kernels" / "triton" / "specs.json"

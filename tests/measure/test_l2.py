@@ -8,7 +8,7 @@ import dataclasses
 
 import pytest
 
-from chronos.config_timing import TimingConfig
+from chronos.config import TimingConfig
 from chronos.errors import ConfigError
 from chronos.measure import l2
 from tests.benchmark_module import ROOT, load_script

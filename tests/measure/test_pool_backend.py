@@ -11,12 +11,12 @@ import pytest
 from chronos.config import MeasureConfig
 from chronos.errors import MeasureError, MeasurementMissError, PoolError
 from chronos.kernels.gemm_tile import gemm_tile_ptx, gemm_tile_spec
+from chronos.kernels.variant import Variant, sha256_text
 from chronos.measure.backend import GpuBackend, ReplayBackend, make_backend
 from chronos.measure.pool import WorkerPool
 from chronos.measure.store import Store
 from chronos.ptx import emit, parse
 from chronos.transforms import apply_sequence
-from chronos.variant import Variant, sha256_text
 
 FAKE = str(Path(__file__).with_name("fake_worker.py"))
 

@@ -10,15 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from chronos.config import MeasureConfig
-from chronos.config_timing import TimingConfig
+from chronos.config import MeasureConfig, TimingConfig
 from chronos.errors import ComparisonMissError, MeasureError
 from chronos.kernels.gemm_tile import gemm_tile_ptx, gemm_tile_spec
+from chronos.kernels.variant import Variant
 from chronos.measure.backend import GpuBackend, ReplayBackend
 from chronos.measure.store import Store
 from chronos.ptx import emit, parse
 from chronos.transforms import apply_sequence
-from chronos.variant import Variant
 
 FAKE = str(Path(__file__).with_name("fake_worker.py"))
 TIMING = TimingConfig(rounds=6, resamples=500)

@@ -58,7 +58,7 @@ def test_geomean():
 
 
 def test_the_adaptive_protocol_stops_when_every_interval_is_narrow_enough():
-    from chronos.config_timing import TimingConfig
+    from chronos.config import TimingConfig
     from chronos.measure.timing import too_wide
 
     tcfg = TimingConfig(max_rounds=60, target_halfwidth=0.004)
@@ -71,7 +71,7 @@ def test_the_adaptive_protocol_stops_when_every_interval_is_narrow_enough():
 def test_adaptive_knobs_stay_out_of_the_key_while_off():
     import dataclasses
 
-    from chronos.config_timing import TimingConfig
+    from chronos.config import TimingConfig
 
     off = TimingConfig(max_rounds=0)  # adaptive rounds off
     same = dataclasses.replace(off, rounds_step=9, target_halfwidth=0.1)

@@ -13,9 +13,9 @@ import torch
 
 from chronos.actions import LOOP_UNROLLS, SEED, STOP, V2
 from chronos.errors import CheckpointError, ChronosError
-from chronos.features_v2 import FEATURE_V2_NAMES, NUM_FEATURES_V2
-from chronos.inference import predict_transforms
+from chronos.features.v2 import FEATURE_V2_NAMES, NUM_FEATURES_V2
 from chronos.kernels.gemm_tile import gemm_tile_ptx
+from chronos.optimize.inference import predict_transforms
 from chronos.ptx import parse
 from chronos.rl.checkpoint import content_hash, load_model, save_checkpoint
 from chronos.rl.decode import KernelSpace, greedy_decode, obs_dim

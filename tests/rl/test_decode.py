@@ -11,8 +11,8 @@ import torch
 
 from chronos.actions import ACTION_INDEX, ACTION_NAMES, NUM_ACTIONS, STOP, get_action_mask
 from chronos.config import PredictConfig
-from chronos.features import extract_features
-from chronos.inference import load_model, predict_transforms
+from chronos.features.seed import extract_features
+from chronos.optimize.inference import load_model, predict_transforms
 from chronos.rl.decode import OBS_DIM, KernelSpace, beam_decode, greedy_decode, observation, split_obs
 from chronos.rl.env import TransformEnv
 from chronos.rl.grpo import greedy_eval

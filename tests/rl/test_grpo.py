@@ -9,7 +9,7 @@ import torch
 from chronos.actions import STOP
 from chronos.config import EnvConfig, GRPOConfig
 from chronos.errors import TrainingError
-from chronos.inference import load_model, save_checkpoint
+from chronos.optimize.inference import load_model, save_checkpoint
 from chronos.rl.env import TransformEnv
 from chronos.rl.grpo import advantages, greedy_eval, grpo_loss, make_group, temperature, train_grpo
 from chronos.rl.policy import TransformPolicy

@@ -1,5 +1,5 @@
-"""Observation v2 in the RL layer: the v2 space observes chronos.features_v2 (with the launch when the caller
-has one), the seed space chronos.features exactly; the policy's input follows; v2 checkpoints record the
+"""Observation v2 in the RL layer: the v2 space observes chronos.features.v2 (with the launch when the caller
+has one), the seed space chronos.features.seed exactly; the policy's input follows; v2 checkpoints record the
 observation and refuse other features."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import torch
 
 from chronos.actions import SEED, V2
 from chronos.errors import CheckpointError, ChronosError
-from chronos.features import extract_features
-from chronos.features_v2 import FEATURE_V2_NAMES, kernel_features_v2
+from chronos.features.seed import extract_features
+from chronos.features.v2 import FEATURE_V2_NAMES, kernel_features_v2
 from chronos.kernels.gemm_tile import gemm_tile_ptx
 from chronos.ptx import parse
 from chronos.rl.checkpoint import content_hash, load_model, save_checkpoint

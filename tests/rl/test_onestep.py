@@ -9,8 +9,8 @@ import numpy as np
 import torch
 
 from chronos.actions import STOP, V2
-from chronos.config_timing import HeldoutConfig
-from chronos.features_v2 import observed_features
+from chronos.config import HeldoutConfig
+from chronos.features.v2 import observed_features
 from chronos.rl.onestep import best_action, choose, decision, deployed_gain, train_bc, train_grpo
 from chronos.rl.policy import TransformPolicy
 

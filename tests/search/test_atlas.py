@@ -11,6 +11,7 @@ import pytest
 from chronos.config import MeasureConfig
 from chronos.errors import AtlasError, MeasurementMissError, StoreError
 from chronos.kernels.spec import load_module, load_specs
+from chronos.kernels.variant import Variant, sha256_text
 from chronos.measure.backend import GpuBackend, ReplayBackend
 from chronos.measure.store import Store
 from chronos.ptx import emit
@@ -19,7 +20,6 @@ from chronos.search import space
 from chronos.search.atlas_plan import AtlasDB, actions_of, build_kernel_plan, epoch_of, mask_of
 from chronos.search.atlas_replay import AtlasReplay, backend_with_atlas
 from chronos.stages import atlas as atlas_stage
-from chronos.variant import Variant, sha256_text
 
 from ..measure.test_pool_backend import fake
 

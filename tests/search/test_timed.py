@@ -8,13 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from chronos.config import GreedySearchConfig
-from chronos.config_timing import TimingConfig
+from chronos.config import GreedySearchConfig, TimingConfig
 from chronos.kernels.spec import load_module
+from chronos.kernels.variant import sha256_text
 from chronos.measure.comparison import Comparison, Contender
 from chronos.search.runs import kernels_of
 from chronos.search.timed import TimedEvaluator, greedy_in_time
-from chronos.variant import sha256_text
 
 ROOT = Path(__file__).resolve().parents[2]
 

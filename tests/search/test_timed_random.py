@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from chronos.actions import V2
-from chronos.config_timing import TimingConfig
+from chronos.config import TimingConfig
 from chronos.kernels.spec import load_module
 from chronos.search.runs import kernels_of
 from chronos.search.space import canonical, realize

@@ -8,8 +8,7 @@ import json
 from pathlib import Path
 
 from chronos.actions import V2
-from chronos.config import GreedySearchConfig
-from chronos.config_timing import TimingConfig
+from chronos.config import GreedySearchConfig, TimingConfig
 from chronos.kernels.spec import load_module
 from chronos.search import headroom as headroom_lib
 from chronos.search.runs import kernels_of

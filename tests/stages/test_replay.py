@@ -9,11 +9,11 @@ import pytest
 
 from chronos.errors import MeasurementMissError
 from chronos.kernels.spec import load_module, load_specs
+from chronos.kernels.variant import Variant
 from chronos.ptx import emit
 from chronos.search.atlas_replay import backend_with_atlas
 from chronos.stages import baseline, greedy, greedy_kernel
 from chronos.transforms import apply
-from chronos.variant import Variant
 
 ROOT = Path(__file__).resolve().parents[2]
 STORE = ROOT / "data/store/measurements.sqlite"

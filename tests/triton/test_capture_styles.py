@@ -21,7 +21,7 @@ import triton.language as tl
 from triton.runtime import autotuner as autotuner_mod
 from triton.runtime import jit as jit_mod
 
-from chronos import capture
+from chronos.commands import capture
 from chronos.kernels.spec import load_specs
 from chronos.triton import capture as recorder
 from chronos.triton import capture_launch

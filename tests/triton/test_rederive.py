@@ -11,7 +11,8 @@ import pytest
 from chronos.kernels.spec import load_specs, read_ptx_file
 from chronos.triton.rederive import DeriveError, contract, derive, tuned_ptx
 from chronos.triton.tuned_db import Entry, make_key
-from chronos.tune import deploys, returned_candidate
+from chronos.tuning.deploy_rule import deploys
+from chronos.tuning.parts import returned_candidate
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPORA = [ROOT / "data/library/attorch", *sorted((ROOT / "data/kernels/captured").iterdir())]

@@ -1,9 +1,7 @@
 # The seed's 64 gemm_tile kernels (m, n, k in params.yaml), as PTX plus launch specs.
 rule kernels:
     input:
-        "src/chronos/config.py",
-        "src/chronos/config_checks.py",
-        "src/chronos/config_timing.py",
+        "src/chronos/config",
         "src/chronos/errors.py",
         "src/chronos/files.py",
         "src/chronos/kernels",

@@ -26,12 +26,12 @@ from typing import Protocol
 from chronos.config import MeasureConfig
 from chronos.errors import MeasureError, MeasurementMissError, PtxasError
 from chronos.kernels.spec import KernelSpec
+from chronos.kernels.variant import Variant, sha256_text
 from chronos.measure.comparison import Comparison
 from chronos.measure.compile import Compiled, Realize, compile_variant
 from chronos.measure.sidebyside import gpu_compare, replay_compare
 from chronos.measure.store import Record, Store
 from chronos.measure.worker import encode_cubin
-from chronos.variant import Variant, sha256_text
 
 
 class MeasurementBackend(Protocol):

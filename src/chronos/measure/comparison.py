@@ -12,7 +12,7 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 
-from chronos.config_timing import TimingConfig
+from chronos.config import TimingConfig
 from chronos.measure.verdicts import RatioEstimate, median_iqr, ratio_estimate
 
 

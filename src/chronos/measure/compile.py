@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from chronos.errors import MeasureError
 from chronos.kernels.spec import KernelSpec
-from chronos.variant import sha256_text
+from chronos.kernels.variant import sha256_text
 
 Realize = Callable[[tuple[str, str], tuple[str, ...]], "str | None"]
 """(recipe, actions) -> the PTX of that action set, None if it is not legal (see Variant.recipe). A

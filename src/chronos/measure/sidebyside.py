@@ -18,15 +18,14 @@ import concurrent.futures as cf
 from pathlib import Path
 from typing import Any, Protocol
 
-from chronos.config import MeasureConfig
-from chronos.config_timing import TimingConfig
+from chronos.config import MeasureConfig, TimingConfig
 from chronos.errors import ComparisonMissError, MeasureError, PtxasError
 from chronos.kernels.spec import KernelSpec
+from chronos.kernels.variant import Variant
 from chronos.measure.comparison import Comparison, Contender, contenders_key
 from chronos.measure.compile import compile_variant
 from chronos.measure.store import Store
 from chronos.measure.worker import encode_cubin
-from chronos.variant import Variant
 
 
 class ReplaySide(Protocol):

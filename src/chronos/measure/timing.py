@@ -27,8 +27,7 @@ import statistics
 
 import numpy as np
 
-from chronos.config import MeasureConfig
-from chronos.config_timing import TimingConfig
+from chronos.config import MeasureConfig, TimingConfig
 from chronos.errors import CudaFault
 from chronos.kernels.spec import KernelSpec
 from chronos.measure.l2 import Demoter

@@ -50,7 +50,7 @@ def handle(runner, req: dict) -> dict:
         spec = KernelSpec.from_json(req["spec"])
         cfg = MeasureConfig(**req["config"])
         if req.get("op") == "compare":
-            from chronos.config_timing import TimingConfig
+            from chronos.config import TimingConfig
             from chronos.measure.timing import compare
 
             ans = compare(runner, spec, cfg, TimingConfig(**req["timing"]), _cubin(req["baseline"]),

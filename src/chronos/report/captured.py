@@ -9,8 +9,8 @@ import statistics
 from collections import Counter
 from pathlib import Path
 
-from chronos.deploy_rule import confirmation, deploys
 from chronos.files import read_json
+from chronos.tuning.deploy_rule import confirmation, deploys
 
 
 def amdahl_bound(share: float, kernel_speedup: float) -> float:

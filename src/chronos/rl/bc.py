@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from chronos.actions import SEED, STOP, ActionSpace, resolve_space
 from chronos.config import BCConfig
 from chronos.errors import TrainingError
-from chronos.features_v2 import observed_features
+from chronos.features.v2 import observed_features
 from chronos.rl.policy import TransformPolicy
 
 

@@ -16,7 +16,7 @@ The action space (chronos.actions) is recorded for every space but the seed's, a
 "features": [...52 feature names in input order...]}}` that the hash covers; a file without one is a
 seed-space policy over the seed's 25 features (every file written before v2 existed, and every seed one
 since, byte for byte as before). `load_model(path, action_space=...)` refuses a file of another space, whose
-recorded names are not this chronos's names of that space, or whose observation (chronos.features_v2) is
+recorded names are not this chronos's names of that space, or whose observation (chronos.features.v2) is
 not the one this chronos builds for that space: a policy is never read against other features. (v2 files
 written before observation v2 record no observation; their policy read the seed's 25 features, so they are
 refused: retrain them.)
@@ -41,7 +41,7 @@ import torch
 
 from chronos.actions import SEED, SPACES, ActionSpace, resolve_space
 from chronos.errors import CheckpointError
-from chronos.features_v2 import observation_version, observed_features
+from chronos.features.v2 import observation_version, observed_features
 from chronos.rl.policy import TransformPolicy, state_shapes
 
 CHECKPOINT_FORMAT = "chronos-policy-v2"
@@ -78,7 +78,7 @@ def _space_record(space: ActionSpace) -> dict | None:
 
 
 def _observation_record(space: ActionSpace) -> dict:
-    """The features a policy of `space` reads (chronos.features_v2), as a checkpoint records them."""
+    """The features a policy of `space` reads (chronos.features.v2), as a checkpoint records them."""
     return {"version": observation_version(space), "features": list(observed_features(space))}
 
 

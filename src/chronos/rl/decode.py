@@ -4,7 +4,7 @@ rule and the same decoder.
 
 Observation (67 float32) = 25 features of the current variant + 21 mask + 21 history (`observation`,
 `split_obs`); in the v2 action space (chronos.actions) the features are observation v2's 52
-(chronos.features_v2: the seed's 25 first, then launch, occupancy, loops, loads, ...) and the mask and the
+(chronos.features.v2: the seed's 25 first, then launch, occupancy, loops, loads, ...) and the mask and the
 history are 47 wide (146 floats).
 A state is the canonical *set* of applied actions (chronos.search.space): any order of the same
 actions is the same variant, the same PTX and the same store record.
@@ -30,7 +30,7 @@ import torch
 
 from chronos.actions import SEED, SPACES, STOP, ActionSpace, get_action_history, resolve_space
 from chronos.errors import ChronosError, IllegalActionError
-from chronos.features_v2 import observed_features, space_features
+from chronos.features.v2 import observed_features, space_features
 from chronos.search.space import canonical
 from chronos.transforms import apply
 

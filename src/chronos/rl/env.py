@@ -32,7 +32,7 @@ from chronos.config import EnvConfig
 from chronos.errors import TrainingError
 from chronos.kernels.spec import load_module, load_specs
 from chronos.rl.decode import OBS_DIM, KernelSpace, obs_dim
-from chronos.search.base import Evaluator, Outcome
+from chronos.search.base import CycleEvaluator, Outcome
 
 __all__ = ["OBS_DIM", "EnvConfig", "KernelSpace", "TransformEnv"]
 
@@ -40,8 +40,8 @@ __all__ = ["OBS_DIM", "EnvConfig", "KernelSpace", "TransformEnv"]
 class TransformEnv(gymnasium.Env):
     """Episodes over a fixed set of kernels measured through `backend` (gpu, replay or a test stand-in).
 
-    `kernels` maps a kernel name to (KernelSpec, root Module). One Evaluator per kernel caches outcomes per
-    canonical set for the life of the env, so a variant is measured (or replayed) once.
+    `kernels` maps a kernel name to (KernelSpec, root Module). One CycleEvaluator per kernel caches outcomes
+    per canonical set for the life of the env, so a variant is measured (or replayed) once.
     """
 
     metadata: ClassVar[dict] = {"render_modes": []}
@@ -59,7 +59,7 @@ class TransformEnv(gymnasium.Env):
         self.observation_space = spaces.Box(-np.inf, np.inf, shape=(obs_dim(self.actions),), dtype=np.float32)
         self.action_space = spaces.Discrete(self.actions.size)
         self._spaces: dict[str, KernelSpace] = {}
-        self._evaluators: dict[str, Evaluator] = {}
+        self._evaluators: dict[str, CycleEvaluator] = {}
         self.kernel: str | None = None
         self.key: tuple[str, ...] = ()
         self.sequence: list[str] = []
@@ -71,10 +71,10 @@ class TransformEnv(gymnasium.Env):
             self._spaces[kernel] = KernelSpace(root, self.config.ptxas_legality, self.actions, launch=spec)
         return self._spaces[kernel]
 
-    def evaluator(self, kernel: str) -> Evaluator:
+    def evaluator(self, kernel: str) -> CycleEvaluator:
         if kernel not in self._evaluators:
             spec, root = self.kernels[kernel]
-            self._evaluators[kernel] = Evaluator(spec, root, self.backend)
+            self._evaluators[kernel] = CycleEvaluator(spec, root, self.backend)
         return self._evaluators[kernel]
 
     def baseline(self, kernel: str) -> Outcome:

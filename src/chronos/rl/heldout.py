@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from chronos.config_timing import HeldoutConfig
-from chronos.features_v2 import space_features
+from chronos.config import HeldoutConfig
+from chronos.features.v2 import space_features
 from chronos.kernels.spec import load_module, load_specs
 from chronos.rl.recorded import RecordedTraining, folder_sha256, training_key
 

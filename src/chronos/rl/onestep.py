@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from chronos.actions import STOP, ActionSpace
-from chronos.config_timing import HeldoutConfig
+from chronos.config import HeldoutConfig
 from chronos.rl.decode import split_obs
 from chronos.rl.grpo import advantages, grpo_loss
 from chronos.rl.policy import TransformPolicy

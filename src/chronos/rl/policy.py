@@ -10,7 +10,7 @@ Every method accepts one observation as 1-D tensors (25,), (21,), (21,) — the 
 or a batch as (B, 25), (B, 21), (B, 21).
 
 The action space (chronos.actions: params.yaml's `actions`) sets the head and the input: the seed's 21 logits
-over the seed's 25 features, or v2's 47 logits over observation v2's 52 features (chronos.features_v2; then
+over the seed's 25 features, or v2's 47 logits over observation v2's 52 features (chronos.features.v2; then
 52 + 2 * 47 = 146 inputs). `policy.action_space` says which; checkpoints record it and the feature names.
 """
 
@@ -20,8 +20,8 @@ import torch
 from torch import nn
 
 from chronos.actions import SEED, STOP, ActionSpace, resolve_space
-from chronos.features import NUM_FEATURES
-from chronos.features_v2 import observed_features
+from chronos.features.seed import NUM_FEATURES
+from chronos.features.v2 import observed_features
 
 # Masked logits get the most negative finite float instead of -inf: softmax then gives them exactly 0
 # probability, and a fully masked row (impossible while stop is forced on) can still not produce NaNs.

@@ -9,11 +9,11 @@ from pathlib import Path
 
 from chronos.errors import AtlasError
 from chronos.kernels.spec import KernelSpec, load_module
+from chronos.kernels.variant import Variant
 from chronos.measure.backend import GpuBackend
 from chronos.progress import progress
 from chronos.ptx import emit
 from chronos.search.atlas_plan import AtlasDB, now
-from chronos.variant import Variant
 
 Selected = list[tuple[str, Path, KernelSpec]]
 

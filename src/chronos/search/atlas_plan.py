@@ -28,12 +28,12 @@ from pathlib import Path
 from chronos.actions import ACTION_INDEX, ACTION_NAMES
 from chronos.errors import AtlasError
 from chronos.kernels.spec import load_module
+from chronos.kernels.variant import sha256_text
 from chronos.measure.store import open_sqlite, sqlite_errors
 from chronos.ptx import emit
 from chronos.ptx.ir import Module
 from chronos.sass import Assembled, assemble_key
 from chronos.search.space import canonical, enumerate_sets
-from chronos.variant import sha256_text
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

@@ -1,21 +1,27 @@
-"""What every search strategy shares: evaluating action sets through a measurement backend.
+"""What every search strategy shares: the `Evaluator` protocol, which realises action sets of one kernel and
+measures them through any backend, GPU or replay (the replay backend answers from the measurement store, as
+Kernel Tuner's simulation mode answers from its cache: a strategy cannot tell the two apart).
 
-Strategies are plug-ins (greedy, random, exhaustive) over one `Evaluator`: it realises action sets in the
-canonical order (space.py), measures them in batches through any backend (GPU or replay), never measures one
-PTX twice in a run, and counts unique cubins (the backend skips a cubin it has already measured), invalid
-variants and their reasons. Only valid (bit-exact verified) measurements can win.
+Two evaluators implement it, one per objective (chronos.search.registry pairs every strategy with one):
+* `CycleEvaluator` ("cycles", the seed's 1-thread gemm_tile only): realises sets in the canonical order
+  (space.py), measures them in batches, never measures one PTX twice in a run, and counts unique cubins (the
+  backend skips a cubin it has already measured), invalid variants and their reasons. Only valid (bit-exact
+  verified) measurements can win.
+* `TimedEvaluator` ("time", chronos.search.timed, every real kernel): compares sets side by side with the
+  baseline in one measurement run; every decision is a ratio with its interval.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import ClassVar, Protocol
 
 from chronos.kernels.spec import KernelSpec
+from chronos.kernels.variant import Variant
 from chronos.ptx import emit
 from chronos.ptx.ir import Module
 from chronos.search.space import canonical, realize
-from chronos.variant import Variant
 
 
 @dataclass
@@ -64,8 +70,22 @@ class SearchResult:
                 "measured": {"first": self.measured[0], "last": self.measured[1]}}
 
 
-class Evaluator:
-    """Realise + measure action sets for one kernel, with a per-run cache keyed by the canonical set."""
+class Evaluator(Protocol):
+    """What a strategy is handed: one kernel (`spec`, its parsed PTX `root` and that PTX emitted), the
+    backend that measures its variants, and the objective the evaluator judges in ("cycles" or "time")."""
+
+    objective: ClassVar[str]
+    spec: KernelSpec
+    root: Module
+    root_ptx: str
+    backend: object
+
+
+class CycleEvaluator:
+    """Realise + measure action sets for one kernel in %clock64 cycles, with a per-run cache keyed by the
+    canonical set."""
+
+    objective: ClassVar[str] = "cycles"
 
     def __init__(self, spec: KernelSpec, root: Module, backend):
         self.spec = spec

@@ -13,16 +13,16 @@ from dataclasses import replace
 from pathlib import Path
 
 from chronos.actions import resolve_space
-from chronos.config_timing import RandomTimeConfig
+from chronos.config import RandomTimeConfig
 from chronos.errors import ChronosError
 from chronos.kernels.profile import by_gpu_time
 from chronos.kernels.spec import load_module, read_ptx
 from chronos.measure.backend import ReplayBackend
 from chronos.measure.verdicts import FASTER, geomean
 from chronos.ptx.atomics import float_atomics
+from chronos.search.registry import run_strategy
 from chronos.search.runs import kernels_of
-from chronos.search.timed import TimedEvaluator, greedy_in_time
-from chronos.search.timed_random import random_in_time
+from chronos.search.timed import TimedEvaluator
 
 
 def selected(kernels: Path, family: str, per_family: int) -> list[tuple[Path, object]]:
@@ -107,10 +107,10 @@ def search_kernel(cfg, hcfg, backend, replay: bool, space, family, specs_json, s
         module = load_module(specs_json, spec)
         ev = TimedEvaluator(spec, module, backend, hcfg.timing_for(cfg.timing), cfg.search.greedy.min_gain)
         if isinstance(hcfg, RandomTimeConfig):
-            search = random_in_time(ev, space, hcfg.sets, hcfg.max_steps, hcfg.seed).to_json()
+            search = run_strategy("random_time", ev, hcfg, space=space).to_json()
         else:
             greedy = replace(cfg.search.greedy, max_steps=hcfg.max_steps or cfg.search.greedy.max_steps)
-            search = greedy_in_time(ev, greedy, space).to_json()
+            search = run_strategy("greedy_time", ev, greedy, space=space).to_json()
     except ChronosError as e:
         return {"family": family, "kernel": spec.kernel, "error": " ".join(str(e).split())[:400]}
     if recorded is None:

@@ -9,9 +9,9 @@ from collections import Counter
 from pathlib import Path
 
 from chronos.kernels.spec import KernelSpec, load_module
+from chronos.kernels.variant import sha256_text
 from chronos.ptx import emit
 from chronos.search.atlas_plan import REFUSED, AtlasDB, actions_of
-from chronos.variant import sha256_text
 
 
 def root_sha(specs_json: Path, spec: KernelSpec) -> str:

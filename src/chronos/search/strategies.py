@@ -1,4 +1,4 @@
-"""Search strategies as plug-ins over one Evaluator: greedy (the seed's teacher), random, exhaustive
+"""Search strategies as plug-ins over one CycleEvaluator: greedy (the seed's teacher), random, exhaustive
 (the oracle)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from chronos.actions import get_action_history, get_action_mask
 from chronos.config import GreedySearchConfig, RandomSearchConfig
 from chronos.errors import SearchError
-from chronos.features import extract_features
-from chronos.search.base import Evaluator, Outcome, SearchResult, better, clearly_faster
+from chronos.features.seed import extract_features
+from chronos.search.base import CycleEvaluator, Outcome, SearchResult, better, clearly_faster
 from chronos.search.space import canonical, enumerate_sets, realize
 from chronos.transforms import legal_actions
 
@@ -25,7 +25,7 @@ class ExhaustiveConfig:
 _GREEDY, _RANDOM = GreedySearchConfig(), RandomSearchConfig()  # the defaults (frozen, so shareable)
 
 
-def _baseline(ev: Evaluator) -> Outcome:
+def _baseline(ev: CycleEvaluator) -> Outcome:
     base = ev.evaluate([()])[0]
     if base is None or not base.valid:
         reason = base.reason if base else "illegal"
@@ -33,7 +33,7 @@ def _baseline(ev: Evaluator) -> Outcome:
     return base
 
 
-def greedy(ev: Evaluator, cfg: GreedySearchConfig = _GREEDY) -> SearchResult:
+def greedy(ev: CycleEvaluator, cfg: GreedySearchConfig = _GREEDY) -> SearchResult:
     current = _baseline(ev)
     applied: tuple[str, ...] = ()
     module = ev.root
@@ -65,7 +65,7 @@ def greedy(ev: Evaluator, cfg: GreedySearchConfig = _GREEDY) -> SearchResult:
     return ev.result("greedy", current, trace=trace, demos=demos)
 
 
-def random_search(ev: Evaluator, cfg: RandomSearchConfig = _RANDOM) -> SearchResult:
+def random_search(ev: CycleEvaluator, cfg: RandomSearchConfig = _RANDOM) -> SearchResult:
     best = _baseline(ev)
     rng = random.Random(cfg.seed)
     attempts = 0
@@ -89,7 +89,7 @@ def random_search(ev: Evaluator, cfg: RandomSearchConfig = _RANDOM) -> SearchRes
     return ev.result("random", best, trace=[{"attempts": attempts}])
 
 
-def exhaustive(ev: Evaluator, cfg: ExhaustiveConfig = ExhaustiveConfig()) -> SearchResult:
+def exhaustive(ev: CycleEvaluator, cfg: ExhaustiveConfig = ExhaustiveConfig()) -> SearchResult:
     best = _baseline(ev)
     batch: dict[tuple[str, ...], object] = {}
 
@@ -108,7 +108,3 @@ def exhaustive(ev: Evaluator, cfg: ExhaustiveConfig = ExhaustiveConfig()) -> Sea
             flush()
     flush()
     return ev.result("exhaustive", best, trace=[{"legal_sets": n_sets}])
-
-
-STRATEGIES = {"greedy": (greedy, GreedySearchConfig), "random": (random_search, RandomSearchConfig),
-              "exhaustive": (exhaustive, ExhaustiveConfig)}

@@ -13,20 +13,20 @@ reproduction. Cycles are never used here.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from chronos.actions import SEED, ActionSpace, get_action_history, get_action_mask
-from chronos.config import GreedySearchConfig
-from chronos.config_timing import TimingConfig
+from chronos.config import GreedySearchConfig, TimingConfig
 from chronos.errors import SearchError
-from chronos.features import extract_features
+from chronos.features.seed import extract_features
 from chronos.kernels.spec import KernelSpec
+from chronos.kernels.variant import Variant
 from chronos.measure.comparison import Comparison
 from chronos.measure.verdicts import FASTER
 from chronos.ptx import emit
 from chronos.ptx.ir import Module
 from chronos.search.space import canonical, realize
 from chronos.transforms import legal_actions
-from chronos.variant import Variant
 
 
 def time_row(cmp: Comparison, i: int, timing: TimingConfig, min_gain: float, against: int = 0) -> dict:
@@ -63,7 +63,10 @@ class TimedSearch:
 
 
 class TimedEvaluator:
-    """Realise action sets of one kernel and compare them side by side through a backend."""
+    """Realise action sets of one kernel and compare them side by side through a backend (an Evaluator
+    judging in wall time)."""
+
+    objective: ClassVar[str] = "time"
 
     def __init__(self, spec: KernelSpec, root: Module, backend, timing: TimingConfig, min_gain: float):
         self.spec, self.root, self.backend = spec, root, backend

@@ -16,13 +16,13 @@ from pathlib import Path
 
 from chronos.errors import ChronosError
 from chronos.kernels.spec import load_module, read_ptx
+from chronos.kernels.variant import Variant
 from chronos.measure.verdicts import FASTER, SLOWER
 from chronos.progress import progress
 from chronos.ptx import emit
 from chronos.search.runs import kernels_of
 from chronos.stages.common import run_stage, write_json
 from chronos.stages.measuring import add_backend_arguments, open_backend
-from chronos.variant import Variant
 
 
 def _arguments(ap) -> None:

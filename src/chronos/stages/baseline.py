@@ -18,9 +18,9 @@ import time
 from pathlib import Path
 
 from chronos.kernels.spec import load_specs, read_ptx
+from chronos.kernels.variant import Variant
 from chronos.stages.common import command_line, run_stage, write_json
 from chronos.stages.measuring import add_backend_arguments, open_backend
-from chronos.variant import Variant
 
 
 def kernel_entry(spec, rec) -> dict:

@@ -1,5 +1,5 @@
 """Stage `evaluate`: the trained policy, zero-shot, on the Triton suite's tiers, through the optimize path in
-wall time (chronos.optimize_time), with every kernel's place under the H200's roofline.
+wall time (chronos.optimize.timed), with every kernel's place under the H200's roofline.
 
     python -m chronos.stages.evaluate --params params.yaml --kernels data/kernels \
         --store data/store/measurements.sqlite --checkpoint models/checkpoint_best.pt \
@@ -25,7 +25,7 @@ import torch
 from chronos.errors import ChronosError
 from chronos.kernels.spec import load_module
 from chronos.measure import probes
-from chronos.optimize_time import optimize_time, summarize_time
+from chronos.optimize.timed import optimize_time, summarize_time
 from chronos.progress import progress
 from chronos.rl.checkpoint import load_model
 from chronos.search.runs import kernels_of

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from chronos.inference import predict_dir
+from chronos.optimize.inference import predict_dir
 from chronos.stages.common import run_stage, write_json
 
 

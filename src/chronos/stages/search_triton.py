@@ -20,8 +20,9 @@ from chronos.errors import ChronosError
 from chronos.kernels.spec import load_module
 from chronos.measure.verdicts import geomean
 from chronos.progress import progress
+from chronos.search.registry import run_strategy
 from chronos.search.runs import kernels_of
-from chronos.search.timed import TimedEvaluator, greedy_in_time
+from chronos.search.timed import TimedEvaluator
 from chronos.stages.common import command_line, run_stage, write_json
 from chronos.stages.measuring import add_backend_arguments, open_backend
 
@@ -59,7 +60,7 @@ def _body(args, cfg) -> int:
             t0 = time.perf_counter()
             try:
                 ev = TimedEvaluator(spec, load_module(specs_json, spec), backend, timing, gcfg.min_gain)
-                row = greedy_in_time(ev, gcfg).to_json()
+                row = run_strategy("greedy_time", ev, gcfg).to_json()
             except ChronosError as e:
                 tiers[family].append({"kernel": spec.kernel, "error": " ".join(str(e).split())[:400]})
                 print(f"search_triton: {spec.kernel}: FAILED: {tiers[family][-1]['error'][:200]}", flush=True)

@@ -67,7 +67,7 @@ def replay_workload(d: Path, backend, cfg) -> dict:
     compared with the record."""
     from chronos.ptx.atomics import float_atomics
     from chronos.rl.checkpoint import load_model
-    from chronos.tune import tune_one
+    from chronos.tuning.kernel import tune_one
 
     if not (d / "tune-policy.pt").is_file():
         raise ChronosError(f"{d}: a tune record without tune-policy.pt (the checkpoint it was tuned with)")
@@ -98,7 +98,7 @@ def db_counts(d: Path) -> dict:
     file: how many faster kernels became entries, how many lacked a Triton identity."""
     import tempfile
 
-    from chronos.tune import write_db
+    from chronos.tuning.db import write_db
 
     with tempfile.TemporaryDirectory() as tmp:
         return write_db(d, d / "tune-parts", Path(tmp) / "tuned.sqlite")

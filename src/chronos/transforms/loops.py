@@ -58,7 +58,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from chronos.errors import NotApplicable
-from chronos.loop_trips import back_edges
 from chronos.ptx.ir import (
     Directive,
     Function,
@@ -71,6 +70,7 @@ from chronos.ptx.ir import (
     Statement,
     Sym,
 )
+from chronos.ptx.loop_trips import back_edges
 from chronos.ptx.printer import emit
 from chronos.transforms.base import rewrite_bodies
 from chronos.transforms.register_budget import ptxas_verdict

@@ -11,7 +11,7 @@ Modules are patched as they are imported (chronos.triton.patch_on_import): the u
 The first launch of each distinct signature (kernel, grid, argument dtypes/shapes/strides, scalars, launch
 options) writes one JSON record and, within byte caps, the tensors' contents before the launch. PTX and
 metadata come from the fresh TRITON_CACHE_DIR that `chronos capture` gives every process (joined later:
-chronos.capture). Recording never breaks the workload, and never drops a launch silently: a launch not
+commands.capture). Recording never breaks the workload, and never drops a launch silently: a launch not
 recorded is counted per kernel and reason (drops/<pid>.json).
 """
 

@@ -31,7 +31,7 @@ def cache_digest(content: str, gpu: str | None, driver: str | None) -> str:
     """What names Chronos's cache folder: the DB content and the machine (or the GPU and driver enable() was
     told). A process on another GPU or driver gets another folder, so a tuned binary cached under one key
     never loads under another without the hook checking that key."""
-    from chronos.variant import sha256_text
+    from chronos.kernels.variant import sha256_text
 
     here = machine() if gpu is None or driver is None else ""
     return sha256_text("\n".join([content, gpu or "", driver or "", here]))

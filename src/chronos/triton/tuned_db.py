@@ -28,7 +28,7 @@ from typing import Self
 from chronos import __version__ as CHRONOS_VERSION
 from chronos.actions import ACTION_NAMES
 from chronos.errors import ChronosError
-from chronos.variant import sha256_text
+from chronos.kernels.variant import sha256_text
 
 ACTION_SPACE = "seed-20"
 """Version of the action space whose transforms produced the tuned PTX (the seed's 20 transforms)."""
