@@ -20,6 +20,8 @@ from pathlib import Path
 
 import torch
 
+from chronos.config.workloads import NAMES, workload
+
 
 def _transformers_model(config: str, model: str, **sizes):
     """A transformers model class with random weights at the given sizes (SDPA attention); returns the model
@@ -145,6 +147,8 @@ WORKLOADS = {
     "bert": bert,
     "flex": flex,
 }
+# the definitions of the registry's workloads (chronos.config.workloads), name for name
+assert tuple(WORKLOADS) == NAMES, (tuple(WORKLOADS), NAMES)
 
 
 def triton_share(fn) -> dict:
@@ -180,6 +184,9 @@ def main() -> None:
     args.profile = args.profile or args.profile_out is not None
     torch.manual_seed(0)
     phases = WORKLOADS[args.workload]()
+    if tuple(phases) != workload(args.workload).phases:
+        raise SystemExit(f"workloads.py {args.workload}: phases {tuple(phases)} are not the registry's "
+                         f"{workload(args.workload).phases} (chronos.config.workloads)")
     report = {}
     for name, fn in phases.items():
         t0 = time.perf_counter()

@@ -1,6 +1,7 @@
 """Every knob of the pipeline, typed: one frozen dataclass per params.yaml block, each default written once,
 in modules by meaning: the corpus (`corpus`), learning (`learning`), measurement (`measure`), the searches
-(`search`), params.yaml whole and its loader (`params`), and the checks a type cannot express (`checks`).
+(`search`), the real workloads (`workloads`), params.yaml whole and its loader (`params`), and the checks a
+type cannot express (`checks`).
 
 `load(path)` is the only place params.yaml is parsed. It rejects unknown keys and wrong types with a
 `ConfigError` naming the dotted key, so a typo never falls back to a default silently. Library code takes

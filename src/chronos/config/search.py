@@ -10,6 +10,7 @@ from chronos.config.checks import check
 from chronos.config.checks import check as _check
 from chronos.config.learning import EnvConfig
 from chronos.config.measure import TimingConfig
+from chronos.config.workloads import FAMILIES, check_families
 
 
 @dataclass(frozen=True)
@@ -18,8 +19,8 @@ class HeadroomConfig:
     that take the most GPU time first (a captured workload's profile; else the specs' order), under a
     device-time budget. A family is a folder under data/kernels with a specs.json."""
 
-    families: tuple[str, ...] = ("captured/llama", "captured/gpt2", "captured/bert", "captured/flex",
-                                 "triton_llm")
+    families: tuple[str, ...] = (*FAMILIES, "triton_llm")
+    """Folders under data/kernels; a `captured/<w>` one must name a registered workload (config.workloads)."""
     space: str = "v2"
     per_family: int = 24
     budget_s: float = 300.0
@@ -44,6 +45,7 @@ class HeadroomConfig:
         check(self.per_family >= 1, f"{s}.per_family", f"must be >= 1, got {self.per_family}")
         check(self.peak_gb_s > 0, f"{s}.peak_gb_s", f"must be > 0, got {self.peak_gb_s}")
         check(self.max_steps >= 0, f"{s}.max_steps", f"must be >= 0, got {self.max_steps}")
+        check_families(self.families, f"{s}.families")
 
 
 @dataclass(frozen=True)
