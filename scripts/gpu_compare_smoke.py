@@ -12,10 +12,10 @@ from pathlib import Path
 
 from chronos.config import Config, MeasureConfig, TimingConfig
 from chronos.kernels.spec import load_module
+from chronos.measure.aa import aa_kernel
 from chronos.measure.backend import GpuBackend
 from chronos.search.runs import kernels_of
 from chronos.search.timed import TimedEvaluator, greedy_in_time
-from chronos.stages.aa import aa_kernel
 
 
 def main() -> int:

@@ -108,3 +108,11 @@ def test_commands_are_shells_only_the_cli_imports():
     users = {m for m, targets in graph.items() for t in targets
              if t.startswith("chronos.commands") and not m.startswith("chronos.commands")}
     assert users == {"chronos.cli"}, users
+
+
+def test_scripts_import_no_stage():
+    """Device checks and corpus scripts call the library (an A/A comparison is chronos.measure.aa), never a
+    stage's module."""
+    root = SRC.parents[1]
+    bad = [str(p.relative_to(root)) for p in root.glob("scripts/*.py") if "chronos.stages" in p.read_text()]
+    assert not bad, f"scripts importing a stage: {bad}"

@@ -30,6 +30,8 @@ rule baseline:
         "src/chronos/transforms",
     output:
         "reports/baseline.json",
+    resources:
+        gpu=1,  # opens a measurement backend: on a GPU host it measures
     params:
         tracked=tracked_params("measure"),
     shell:
@@ -133,6 +135,8 @@ rule atlas:
         "src/chronos/transforms",
     output:
         "reports/oracle.json",
+    resources:
+        gpu=1,  # opens a measurement backend: on a GPU host it measures
     params:
         tracked=tracked_params("measure", "search.atlas"),
     shell:
@@ -166,6 +170,8 @@ rule random_search:
         "src/chronos/transforms",
     output:
         "reports/random_results.json",
+    resources:
+        gpu=1,  # opens a measurement backend: on a GPU host it measures
     params:
         tracked=tracked_params("measure", "search.random"),
     shell:
@@ -200,6 +206,8 @@ rule search_triton:
         "src/chronos/transforms",
     output:
         "reports/triton_search.json",
+    resources:
+        gpu=1,  # opens a measurement backend: on a GPU host it measures
     params:
         tracked=tracked_params("measure", "search.greedy", "search.triton", "timing"),
     shell:
@@ -235,6 +243,8 @@ rule aa:
         "src/chronos/transforms",
     output:
         "reports/aa.json",
+    resources:
+        gpu=1,  # opens a measurement backend: on a GPU host it measures
     params:
         tracked=tracked_params("measure", "search.greedy", "search.triton", "timing"),
     shell:
@@ -268,6 +278,8 @@ rule confirm:
         "src/chronos/transforms",
     output:
         "reports/confirm.json",
+    resources:
+        gpu=1,  # opens a measurement backend: on a GPU host it measures
     params:
         tracked=tracked_params("split", "search.greedy"),
     shell:

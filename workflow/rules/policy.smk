@@ -95,6 +95,8 @@ rule grpo:
         "models/checkpoint_latest.pt",
         "reports/training_result.json",
         "reports/grpo_curves.csv",
+    resources:
+        gpu=1,  # opens a measurement backend: on a GPU host it measures
     params:
         tracked=tracked_params("actions", "grpo", "split", "measure"),
     shell:
@@ -134,6 +136,8 @@ rule evaluate:
         "src/chronos/transforms",
     output:
         "reports/measure_triton_results.json",
+    resources:
+        gpu=1,  # opens a measurement backend: on a GPU host it measures
     params:
         tracked=tracked_params("actions", "predict", "search.greedy", "search.triton", "measure", "timing"),
     shell:

@@ -30,6 +30,8 @@ rule tune_captured:
         "src/chronos/tuning",
     output:
         "reports/tune_captured.json",
+    resources:
+        gpu=1,  # opens a measurement backend: on a GPU host it measures
     params:
         tracked=tracked_params("measure", "predict", "search.greedy", "timing"),
     shell:
@@ -67,6 +69,8 @@ rule headroom:
         "src/chronos/transforms",
     output:
         "reports/headroom.json",
+    resources:
+        gpu=1,  # opens a measurement backend: on a GPU host it measures
     params:
         tracked=tracked_params("measure", "search.greedy", "search.headroom", "timing"),
     shell:
@@ -104,6 +108,8 @@ rule census:
         "src/chronos/transforms",
     output:
         "reports/census.json",
+    resources:
+        gpu=1,  # opens a measurement backend: on a GPU host it measures
     params:
         tracked=tracked_params("measure", "search.greedy", "search.census", "timing"),
     shell:
@@ -141,6 +147,8 @@ rule random_time:
         "src/chronos/transforms",
     output:
         "reports/random_time.json",
+    resources:
+        gpu=1,  # opens a measurement backend: on a GPU host it measures
     params:
         tracked=tracked_params("measure", "search.greedy", "search.random_time", "timing"),
     shell:
@@ -182,6 +190,8 @@ rule heldout:
     output:
         "reports/heldout.json",
         "reports/heldout_curves.csv",
+    resources:
+        gpu=1,  # opens a measurement backend: on a GPU host it measures
     params:
         tracked=tracked_params("heldout", "search.census", "search.greedy", "search.headroom", "measure",
                                "timing"),

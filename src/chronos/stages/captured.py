@@ -3,7 +3,7 @@
     python -m chronos.stages.captured --params params.yaml --captured data/kernels/captured \
         --out reports/captured.json
 
-Per workload folder (written by `chronos capture`, see scripts/gpu_run_capture.sh): capture.json (kernels,
+Per workload folder (written by `chronos capture`, see workflow/captured/Snakefile): capture.json (kernels,
 distinct PTX, launches, what could not be mapped), profile.json (Triton's share of GPU time per phase, the
 Amdahl bound it sets on any end-to-end gain: at 2x, and at the tune's geomean, as if every kernel gained
 that), and when they exist the tune parts (tune-parts/*.json: per kernel verdicts in time) and e2e.json

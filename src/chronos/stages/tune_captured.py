@@ -4,7 +4,7 @@ checked against what the H200 recorded.
     python -m chronos.stages.tune_captured --params params.yaml --captured data/kernels/captured \
         --store data/store/measurements.sqlite --out reports/tune_captured.json [--backend gpu|replay|auto]
 
-A workload's record is its `tune-parts/` (scripts/gpu_run_capture.sh: one part per kernel, measured side
+A workload's record is its `tune-parts/` (workflow/captured/Snakefile: one part per kernel, measured side
 by side on the GPU) and `tune-policy.pt`, the checkpoint whose candidates were measured: the pipeline's own
 policy may since have been retrained (`dvc exp run -S grpo.epochs=...`), and its candidates were never
 measured. On replay every recorded kernel is tuned once more: the policy predicts its candidates

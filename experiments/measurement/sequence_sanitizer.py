@@ -1,6 +1,6 @@
 """The evaluate stage's worker sequence under compute-sanitizer (GPU; #12 item 7, the sporadic fault).
 
-    python scripts/gpu_sequence_sanitizer.py --out DIR [--tool memcheck] [--beam 8]
+    python experiments/measurement/sequence_sanitizer.py --out DIR [--tool memcheck] [--beam 8]
 
 attention_d128_kv4096 faulted twice, each time in a worker that had measured other kernels first, and is
 clean under the sanitizer alone. This runs the same sequence as stage `evaluate` — every Triton kernel in

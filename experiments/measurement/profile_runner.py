@@ -1,6 +1,6 @@
 """Where does a measurement's time go? cProfile of GpuRunner.measure on gemm_tile variants (GPU only).
 
-    python scripts/gpu_profile_runner.py [--n 20]
+    python experiments/measurement/profile_runner.py [--n 20]
 """
 
 from __future__ import annotations

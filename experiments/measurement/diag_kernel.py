@@ -1,7 +1,7 @@
 """Which phase of a measurement faults for one kernel? Each phase runs in its own process (a fault poisons
 the CUDA context). GPU only.
 
-    python scripts/gpu_diag_kernel.py KERNEL [--ptxas PATH] [--actions a+b+c] [--repeat N]
+    python experiments/measurement/diag_kernel.py KERNEL [--ptxas PATH] [--actions a+b+c] [--repeat N]
 
 With --actions, the variant (the set realised in canonical order, as the pipeline does) instead of the
 baseline; with --repeat, each phase runs N times in its process (a sporadic fault shows up as a rate).

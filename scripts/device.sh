@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# The one entry for GPU work: on a device call (or any GPU host), run GPU targets and bring back what they
+# wrote. Every measuring stage of the pipeline is a Snakemake rule with `resources: gpu=1`, so on a GPU host
+# `snakemake --cores all --resources gpu=1 --forcerun R --allowed-rules R R` measures it; this script is that
+# command plus the device's setup (the carried wheels) and the packing of results.
+#
+#   bash scripts/device.sh TARGET...
+#     gpu_tests          the GPU tests (pytest -m gpu: tests/measure, tests/triton)
+#     checks             the device checks: side-by-side smoke, the Triton stage hook, the optimize path
+#     captured           capture -> tune -> e2e of $WORKLOADS (workflow/captured/Snakefile; default: the
+#                        registry's, chronos.config.workloads); TUNE_BUDGET: tune seconds per workload
+#     heldout_picks      the picks stage heldout made on a CPU, timed again side by side on this GPU
+#     PATH.py            a research or benchmark script (experiments/..., benchmarks/...) with $ARGS
+#     RULE               a pipeline rule that measures (baseline, aa, greedy_kernel, random_search, atlas,
+#                        search_triton, confirm, grpo, evaluate, tune_captured, headroom, census, random_time,
+#                        heldout), run alone on this GPU against the store and params.yaml as they are
+#     FILE               an output of the pipeline (e.g. data/search/greedy/gemm_tile_4_6_4.json: one job
+#                        of a rule with wildcards), its one job run on this GPU
+#
+# Env: OUT (default /tmp/out) gets logs/ (provenance, one log per target, a summary line each) and
+# result.tgz (split into result.tgz.NN pieces of 15 MiB when larger): every file under data/ reports/ models/
+# that a target wrote, refreshed after each target (a target cut off by its LIMIT, default 540 s, keeps what
+# it wrote). On the device tool, carry .whl (pycuda), .whl_smk (snakemake for cp312, without pulp: the greedy
+# scheduler), .whl_models (transformers, for captured) and .device; the committed stores are too large to
+# travel as they are, so first, here:
+#   bash scripts/device.sh --pack-stores     # data/store/*.sqlite -> .device/stores.tgz (about 21 MiB)
+# then move data/store/*.sqlite aside for the call; on the device this script unpacks them. The command:
+#   bash scripts/device.sh gpu_tests headroom
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/out}; LIMIT=${LIMIT:-540}; LOGS=$OUT/logs; mkdir -p "$LOGS"
+[[ $# -gt 0 ]] || { sed -n '2,28p' "$0"; exit 2; }
+if [[ $1 == --pack-stores ]]; then
+  mkdir -p .device && tar czf .device/stores.tgz data/store/measurements.sqlite data/store/atlas.sqlite
+  ls -la .device/stores.tgz; exit
+fi
+if [[ ! -f data/store/measurements.sqlite && -f .device/stores.tgz ]]; then tar xzf .device/stores.tgz; fi
+
+wheels=$(ls .whl/*.whl .whl_smk/*.whl .whl_models/*.whl 2>/dev/null)
+if [[ -n $wheels ]]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site $wheels || exit 1
+fi
+export PYTHONPATH=/tmp/site:$PWD/src:$PWD PYTHONUNBUFFERED=1 CI=true PATH=$PATH:/usr/local/cuda/bin
+if [[ -x /usr/local/cuda/bin/ptxas ]]; then export CHRONOS_PTXAS=${CHRONOS_PTXAS:-/usr/local/cuda/bin/ptxas}; fi
+
+{ date -u; nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,temperature.gpu --format=csv; nproc
+  ${CHRONOS_PTXAS:-ptxas} --version | tail -2
+  python3 -c 'import sys, sqlite3, torch, triton; print("python", sys.version.split()[0], "sqlite", sqlite3.sqlite_version, "torch", torch.__version__, "triton", triton.__version__)'
+  python3 -c 'import pycuda, snakemake; print("pycuda", pycuda.VERSION_TEXT, "snakemake", snakemake.__version__)'
+  echo "targets: $*"; } > "$LOGS/provenance.txt" 2>&1
+
+SMK=(python3 -m snakemake --cores all --resources gpu=1 --scheduler greedy --nolock --quiet)
+# A copied tree has arbitrary mtimes, from which Snakemake would rerun upstream stages: mark the committed
+# outputs up to date first, so that a target runs its own job alone.
+"${SMK[@]}" --touch > "$LOGS/touch.log" 2>&1 || echo "snakemake --touch failed: $LOGS/touch.log"
+STAMP=$(mktemp); touch "$STAMP"; sleep 1  # files newer than this come back
+
+pack() {  # what the targets wrote so far, in one archive (the device brings back few files)
+  find data reports models -type f -newer "$STAMP" ! -path '*/__pycache__/*' ! -name '*.pyc' \
+    ! -name '*-wal' ! -name '*-shm' > "$LOGS/written.txt"
+  rm -f "$OUT"/result.tgz*
+  tar czf "$OUT/result.tgz" -T "$LOGS/written.txt" -C "$OUT" logs
+  if [[ $(stat -c %s "$OUT/result.tgz") -gt 15728640 ]]; then  # the device returns files of 16 MiB at most
+    split -b 15M -d "$OUT/result.tgz" "$OUT/result.tgz." && rm "$OUT/result.tgz"
+  fi
+}
+
+run_target() {
+  local t=$1
+  case $t in
+    gpu_tests) python3 -m pytest -q -m gpu tests/measure tests/triton -p no:cacheprovider ;;
+    checks)
+      python3 scripts/gpu_compare_smoke.py --store /tmp/smoke.sqlite &&
+        python3 scripts/gpu_check_triton_hook.py --out /tmp/hook &&
+        python3 scripts/gpu_check_optimize.py --store /tmp/optimize.sqlite --n 2 --beam 4 ;;
+    captured)
+      local w; w=$(python3 -c "import sys; from chronos.config.workloads import NAMES, workload
+print(','.join(workload(n).name for n in (sys.argv[1].split() or NAMES)))" "${WORKLOADS:-}") || return 2
+      "${SMK[@]}" -s workflow/captured/Snakefile --config "workloads=[$w]" \
+        ${TUNE_BUDGET:+budget=$TUNE_BUDGET} python=python3 ;;
+    heldout_picks)
+      python3 -m chronos.stages.heldout --params params.yaml --picks reports/heldout.json --backend gpu \
+        --store data/store/measurements.sqlite --out "$LOGS/heldout_gpu.json" ;;
+    *.py) python3 "$t" ${ARGS:-} ;;
+    */*) "${SMK[@]}" --force -- "$t" ;;  # an output file: the one job that writes it (a wildcard rule's)
+    *) "${SMK[@]}" --forcerun "$t" --allowed-rules "$t" -- "$t" ;;
+  esac
+}
+
+status=0
+for t in "$@"; do
+  t0=$SECONDS
+  log=$LOGS/$(basename "$t" .py).log
+  timeout "$LIMIT" bash -c "$(declare -f run_target); SMK=(${SMK[*]}); LOGS=$LOGS; run_target $t" > "$log" 2>&1
+  rc=$?
+  echo "$t: exit $rc after $((SECONDS - t0)) s ($(date -u +%FT%TZ))" | tee -a "$LOGS/summary.txt"
+  tail -5 "$log"
+  [[ $rc -eq 0 ]] || status=1
+  pack
+done
+exit $status
