@@ -114,3 +114,14 @@ def test_inputs_it_cannot_take_are_refused_before_any_work(tmp_path, capsys):
         assert main(["optimize", *argv]) == 2
         err = capsys.readouterr().err
         assert says in err and err.count("\n") == 1, err
+
+
+def test_from_another_directory_the_shipped_policy_is_used(tmp_path, monkeypatch, capsys):
+    """No models/ here: the policy defaults to the copy shipped with chronos (as `chronos tune` does)."""
+    monkeypatch.chdir(tmp_path)
+    rc = main(["optimize", str(TRITON / "rowmax_f32_r64_c8192.ptx"), "--spec", str(TRITON / "specs.json"),
+               "--backend", "replay", "--store", str(ROOT / "data/store/measurements.sqlite"),
+               "--params", str(ROOT / "params.yaml")])
+    assert rc == 0, capsys.readouterr().err
+    row = json.loads((tmp_path / "rowmax_f32_r64_c8192.chronos.json").read_text())
+    assert row["returned"] != "baseline" and (tmp_path / "rowmax_f32_r64_c8192.chronos.ptx").is_file()

@@ -238,3 +238,11 @@ def test_committed_stores_are_sealed():
         s = Store(root / rel, readonly=True)
         assert s.all() or rel.startswith("data/library")  # every row verified
         s.close()
+
+
+def test_upgrading_a_missing_store_says_so(tmp_path, capsys):
+    from chronos.measure.store_upgrade import main
+
+    assert main([str(tmp_path / "nope.sqlite")]) == 1
+    assert f"measurement store {tmp_path / 'nope.sqlite'}: no such file" in capsys.readouterr().err
+    assert not (tmp_path / "nope.sqlite").exists()  # nothing created in its place

@@ -29,7 +29,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", choices=("gpu", "replay", "auto"), default="auto")
     p.add_argument("--store", type=Path, default=Path("data/store/measurements.sqlite"),
                    help="measurement store (gpu: written; replay: read)")
-    p.add_argument("--checkpoint", type=Path, default=Path("models/checkpoint_best.pt"))
+    p.add_argument("--checkpoint", type=Path,
+                   help="the policy (default: ./models/checkpoint_best.pt where it exists, else the one "
+                        "shipped with chronos)")
     p.add_argument("--params", type=Path, default=Path("params.yaml"),
                    help="knobs (predict, search.greedy.min_gain, measure, timing); defaults if absent")
     p.add_argument("--out", type=Path,
@@ -109,6 +111,15 @@ def _writable(path: Path, flag: str) -> None:
         raise ChronosError(f"{flag} {path}: {why}")
 
 
+def _default_checkpoint() -> Path:
+    """The repository's policy when run from a checkout, else the copy shipped in the package, so that the
+    command works from any directory."""
+    from chronos.defaults import policy_path
+
+    local = Path("models/checkpoint_best.pt")
+    return local if local.is_file() else policy_path()
+
+
 def run(args: argparse.Namespace) -> int:
     from chronos.config import Config, load
     from chronos.optimize import optimize_kernel
@@ -121,6 +132,7 @@ def run(args: argparse.Namespace) -> int:
     out, report = _outputs(args, src)  # checked before the work, not after it
     cfg = load(args.params) if args.params.is_file() else Config()
     spec = _spec(args.spec, args.kernel, ptx, src)
+    args.checkpoint = args.checkpoint or _default_checkpoint()
     module, policy = parse(ptx, file=str(src)), load_model(args.checkpoint, action_space=cfg.actions).eval()
     with backend_with_atlas(args.backend, args.store, cfg.measure) as backend:
         res = optimize_kernel(spec, module, backend, policy, cfg)

@@ -44,6 +44,8 @@ def _copy(old: sqlite3.Connection, new: sqlite3.Connection, table: str, cols: tu
 
 def upgrade(path: Path) -> tuple[int, int]:
     """Rewrite `path` in place as the current schema; returns (measurements, comparisons) copied."""
+    if not path.is_file():  # sqlite would say only "unable to open database file"
+        raise StoreError(f"measurement store {path}: no such file")
     old = open_sqlite(path, "measurement store", readonly=True, table="measurements")
     with sqlite_errors(path, "measurement store"):
         version = old.execute("PRAGMA user_version").fetchone()[0]

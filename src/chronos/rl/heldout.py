@@ -259,7 +259,8 @@ def train_folds(decisions: list, families: list[str], cfg: HeldoutConfig, space,
         test = [d for d in decisions if d.family == fam]
         folds[fam] = run_fold(fam, [d for d in decisions if d.family != fam], test, cfg, space)
     if write_record:
-        tmp = Path(tempfile.mkdtemp()) / "folds.json"
-        tmp.write_text(json.dumps(folds) + "\n")
-        recorded.save(key, inputs, {"folds.json": tmp})
+        with tempfile.TemporaryDirectory() as scratch:  # the record keeps its own copy
+            tmp = Path(scratch) / "folds.json"
+            tmp.write_text(json.dumps(folds) + "\n")
+            recorded.save(key, inputs, {"folds.json": tmp})
     return json.loads(json.dumps(folds))  # as replayed: JSON types, so both paths write the same bytes
