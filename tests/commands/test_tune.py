@@ -83,7 +83,8 @@ def test_tune_shards_run_as_cluster_jobs(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "snakemake", "-s", str(ROOT / "workflow/tune/Snakefile"), "--directory",
          str(tmp_path), "--executor", "cluster-generic", "--cluster-generic-submit-cmd", "bash",
-         "--jobs", "3", "--latency-wait", "5", "--config", *cfg],
+         "--jobs", "3", "--latency-wait", "5", "--seconds-between-status-checks", "1",  # default: 10 s
+         "--config", *cfg],
         capture_output=True, text=True, timeout=900, check=False, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     done = sorted(p.name for p in (work / "tune-parts").glob("*.json"))
