@@ -45,6 +45,7 @@ rule all:
         "reports/captured.json",
         "reports/headroom.json",
         "reports/census.json",
+        "reports/knob_census.json",
         "reports/random_time.json",
         "reports/heldout.json",
         "reports/heldout_curves.csv",

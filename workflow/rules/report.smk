@@ -117,6 +117,44 @@ rule census:
         " --store data/store/measurements.sqlite --out reports/census.json --backend replay"
 
 
+# The census of action space v3's compile knobs (issue #28): every single num_warps / num_stages / maxnreg value
+# beside stock, recompiled from the kernel's TTIR (data/kernels/captured/<w>/knobs.json); on a GPU measured
+# (data/knob_census/), else replayed from the store and checked against that record.
+rule knob_census:
+    input:
+        "data/knob_census",
+        "data/kernels/captured",
+        "data/store/measurements.sqlite",
+        "data/store/atlas.sqlite",
+        "src/chronos/actions.py",
+        "src/chronos/config",
+        "src/chronos/errors.py",
+        "src/chronos/features",
+        "src/chronos/files.py",
+        "src/chronos/gpu.py",
+        "src/chronos/kernels",
+        "src/chronos/measure",
+        "src/chronos/progress.py",
+        "src/chronos/ptx",
+        "src/chronos/sass.py",
+        "src/chronos/search",
+        "src/chronos/stages/__init__.py",
+        "src/chronos/stages/common.py",
+        "src/chronos/stages/knob_census.py",
+        "src/chronos/stages/measuring.py",
+        "src/chronos/toolchain.py",
+        "src/chronos/transforms",
+    output:
+        "reports/knob_census.json",
+    resources:
+        gpu=1,  # opens a measurement backend: on a GPU host it measures
+    params:
+        tracked=tracked_params("measure", "search.greedy", "search.knob_census", "timing"),
+    shell:
+        "python -m chronos.stages.knob_census --params params.yaml --kernels data/kernels --parts data/knob_census"
+        " --store data/store/measurements.sqlite --out reports/knob_census.json --backend replay"
+
+
 # Seeded random search in time (issue #14), the comparator for headroom's greedy: random v2 sets beside the
 # baseline in one comparison; on a GPU measured (data/random_time/), else replayed from the store.
 rule random_time:
@@ -243,6 +281,7 @@ rule report:
         "reports/random_time.json",
         "reports/heldout.json",
         "reports/heldout_curves.csv",
+        "reports/knob_census.json",
         "reports/reliability.json",
         "src/chronos/config",
         "src/chronos/errors.py",

@@ -124,6 +124,31 @@ class TritonSearchConfig:
 
 
 @dataclass(frozen=True)
+class KnobCensusConfig:
+    """Stage knob_census (#28): per captured kernel every single compile-knob value beside stock (action space
+    v3, chronos.search.knob_census), the kernels census would choose (the most GPU time first)."""
+
+    families: tuple[str, ...] = FAMILIES
+    """Captured workloads only: their kernels' TTIR is what the knob variants are compiled from."""
+    per_family: int = 24
+    budget_s: float = 480.0
+    """(gpu) no new kernel starts after this many seconds."""
+    l2_demote: bool = True
+    """As search.census: the stock kernels' PTX can hold L2 evict_last hints."""
+    SECTION: typing.ClassVar[str] = "search.knob_census"
+
+    def timing_for(self, timing: TimingConfig) -> TimingConfig:
+        return replace(timing, l2_demote=True) if self.l2_demote else timing
+
+    def __post_init__(self) -> None:
+        s = self.SECTION
+        check(self.per_family >= 1, f"{s}.per_family", f"must be >= 1, got {self.per_family}")
+        check(all(f.startswith("captured/") for f in self.families), f"{s}.families",
+              f"only captured workloads have knob variants: {list(self.families)}")
+        check_families(self.families, f"{s}.families")
+
+
+@dataclass(frozen=True)
 class SearchConfig:
     greedy: GreedySearchConfig = field(default_factory=GreedySearchConfig)
     random: RandomSearchConfig = field(default_factory=RandomSearchConfig)
@@ -132,6 +157,7 @@ class SearchConfig:
     headroom: HeadroomConfig = field(default_factory=HeadroomConfig)
     census: CensusConfig = field(default_factory=CensusConfig)
     random_time: RandomTimeConfig = field(default_factory=RandomTimeConfig)
+    knob_census: KnobCensusConfig = field(default_factory=KnobCensusConfig)
 
 
 @dataclass(frozen=True)

@@ -7,13 +7,36 @@ so that neither has to import the other for it.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from chronos.kernels.spec import KernelSpec
 
 
 def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Launch:
+    """A variant's own launch geometry, where it differs from its spec's: a Triton recompile with another
+    num_warps runs other threads per block and may need other shared memory (#28, action space v3)."""
+
+    block: tuple[int, int, int]
+    shared_bytes: int
+
+    def to_json(self) -> dict:
+        return {"block": list(self.block), "shared": self.shared_bytes}
+
+    @staticmethod
+    def from_json(d: dict) -> Launch:
+        return Launch(tuple(int(b) for b in d["block"]), int(d["shared"]))
+
+
+def launched_as(spec: KernelSpec, launch: Launch | None) -> KernelSpec:
+    """The spec a variant is launched with: its own geometry over the spec's."""
+    if launch is None:
+        return spec
+    return replace(spec, block=launch.block, shared_bytes=launch.shared_bytes)
 
 
 @dataclass(frozen=True)
@@ -31,10 +54,20 @@ class Variant:
     """(specs.json path, entry): realise `actions` (canonical order) in the compile process instead of
     shipping `ptx` (left empty); used by the atlas, whose parent process would otherwise do it serially.
     The backend measuring it must be given the function that realises it (GpuBackend's `realize`)."""
+    launch: Launch | None = None
+    """Its own launch geometry (None: the spec's). Part of its identity in a comparison's key."""
 
     @property
     def ptx_sha256(self) -> str:
         return sha256_text(self.ptx)
+
+    @property
+    def key(self) -> str:
+        """What a comparison's store key holds for it: the PTX hash, with its own geometry if it has one."""
+        if self.launch is None:
+            return self.ptx_sha256
+        g = self.launch
+        return f"{self.ptx_sha256}@{'x'.join(map(str, g.block))}+{g.shared_bytes}"
 
     @property
     def kernel(self) -> str:

@@ -64,7 +64,7 @@ def replay_compare(backend: ReplaySide, spec: KernelSpec, variants: list[Variant
                    timing: TimingConfig) -> Comparison:
     _check(spec, variants)
     th = timing.timing_hash(backend.config.config_hash())
-    key = contenders_key([v.ptx_sha256 for v in variants])
+    key = contenders_key([v.key for v in variants])
     hit = backend.store.latest_comparison(spec.kernel, key, th, gpu=backend.gpu)
     if hit is None:
         raise ComparisonMissError(spec.kernel, _labels(variants), key, th, backend.path)
@@ -76,7 +76,7 @@ def gpu_compare(backend: GpuSide, spec: KernelSpec, variants: list[Variant],
     _check(spec, variants)
     cfg = backend.config
     th = timing.timing_hash(cfg.config_hash())
-    key = contenders_key([v.ptx_sha256 for v in variants])
+    key = contenders_key([v.key for v in variants])
     prov = backend.provenance()
     hit = backend.store.latest_comparison(spec.kernel, key, th, gpu=prov["gpu"])
     if hit is not None:
@@ -104,7 +104,7 @@ def gpu_compare(backend: GpuSide, spec: KernelSpec, variants: list[Variant],
             c.reason = c.reason or "baseline_ptxas_error"
         cmp = Comparison(spec.kernel, cs)
     else:
-        cmp = _measure(backend, spec, timing, cs, compiled)
+        cmp = _measure(backend, spec, timing, cs, compiled, [v.launch for v in variants])
     body = cmp.to_json()
     body.pop("provenance")
     created = backend.store.insert_comparison(spec.kernel, key, th, prov, body)
@@ -113,12 +113,12 @@ def gpu_compare(backend: GpuSide, spec: KernelSpec, variants: list[Variant],
 
 
 def _job(backend, spec, timing, base, comps: list) -> dict:
-    """One worker answer for `comps` beside `base` (a fault or dead worker gives an answer without
-    `contenders`)."""
+    """One worker answer for `comps` (pairs of Compiled and its Launch or None) beside `base` (a fault or
+    dead worker gives an answer without `contenders`)."""
     answers = []
     job = {"id": "0", "op": "compare", "spec": spec.to_json(), "config": backend.config.to_json(),
            "timing": timing.to_json(), "baseline": encode_cubin(base.sha, base.cubin),
-           "contenders": [encode_cubin(c.sha, c.cubin) for c in comps]}
+           "contenders": [encode_cubin(c.sha, c.cubin, launch) for c, launch in comps]}
     budget = backend.config.watchdog_s * max(2, len(comps))
     backend.pool.run([job], lambda _job, ans: answers.append(ans), timeout_of=lambda _job: budget)
     return answers[0] if answers else {"reason": "worker_error", "log": "no answer"}
@@ -131,17 +131,17 @@ def _fill(cs: list[Contender], idx: list[int], ans: dict) -> None:
         c.event_ms, c.graph_ms = a.get("event_ms"), a.get("graph_ms")
 
 
-def _measure(backend, spec, timing, cs: list[Contender], compiled: dict) -> Comparison:
+def _measure(backend, spec, timing, cs: list[Contender], compiled: dict, launches: list) -> Comparison:
     idx = sorted(compiled)
     base = compiled[0]
-    ans = _job(backend, spec, timing, base, [compiled[i] for i in idx])
+    ans = _job(backend, spec, timing, base, [(compiled[i], launches[i]) for i in idx])
     if "contenders" not in ans and len(idx) > 2:  # isolate the contenders that fault, keep the others
         for i in idx[1:]:
-            alone = _job(backend, spec, timing, base, [base, compiled[i]])
+            alone = _job(backend, spec, timing, base, [(base, None), (compiled[i], launches[i])])
             if "contenders" not in alone:
                 cs[i].reason, cs[i].log = alone.get("reason", "worker_error"), alone.get("log", "")[:4000]
         idx = [i for i in idx if not cs[i].reason]
-        ans = _job(backend, spec, timing, base, [compiled[i] for i in idx])
+        ans = _job(backend, spec, timing, base, [(compiled[i], launches[i]) for i in idx])
     if "contenders" not in ans:
         for i in idx:
             cs[i].reason, cs[i].log = ans.get("reason", "worker_error"), ans.get("log", "")[:4000]

@@ -166,6 +166,7 @@ def compare(runner, spec: KernelSpec, mcfg: MeasureConfig, tcfg: TimingConfig, b
     """Verify every contender against `baseline` (sha, cubin) on mcfg.input_draws draws, then time the valid
     ones side by side. Returns plain JSON: per contender valid/reason/log and per-round `event_ms` and
     `graph_ms` (None unless graphs were used), and `primary`: the series verdicts use."""
+    from chronos.kernels.variant import launched_as
     from chronos.measure.runner import _Kernel
 
     runner._warm_once(mcfg)
@@ -176,7 +177,8 @@ def compare(runner, spec: KernelSpec, mcfg: MeasureConfig, tcfg: TimingConfig, b
     try:
         args = runner._args(spec, bufs)
         base_k = runner._call(_Kernel, runner.drv, baseline[1], spec, False)
-        ks = [runner._call(_Kernel, runner.drv, c[1], spec, False) for c in contenders]
+        ks = [runner._call(_Kernel, runner.drv, c[1], launched_as(spec, c[2] if len(c) > 2 else None), False)
+              for c in contenders]
         out = verify_all(spec, mcfg, draws, base_k, ks, bufs, args)
         draws.restore(bufs, 0)
         timer = _Timer(runner, mcfg, tcfg, [(bufs[a.name], buffer_bytes(a.nbytes)) for a in spec.args

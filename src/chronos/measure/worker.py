@@ -31,14 +31,21 @@ from chronos.kernels.spec import KernelSpec
 STICKY_EXIT = 3
 
 
-def encode_cubin(sha: str, cubin: bytes) -> list:
-    """A cubin as it travels to a worker: [sha, base64] (what `_cubin` decodes)."""
-    return [sha, base64.b64encode(cubin).decode()]
+def encode_cubin(sha: str, cubin: bytes, launch=None) -> list:
+    """A cubin as it travels to a worker: [sha, base64] and, for a variant with its own launch geometry
+    (chronos.kernels.variant.Launch), its JSON third (what `_cubin` decodes)."""
+    pair = [sha, base64.b64encode(cubin).decode()]
+    return pair if launch is None else [*pair, launch.to_json()]
 
 
-def _cubin(pair) -> tuple[str, bytes] | None:
+def _cubin(pair) -> tuple | None:
+    """(sha, cubin) or (sha, cubin, Launch)."""
     if pair is None:
         return None
+    if len(pair) > 2:
+        from chronos.kernels.variant import Launch
+
+        return pair[0], base64.b64decode(pair[1]), Launch.from_json(pair[2])
     return pair[0], base64.b64decode(pair[1])
 
 

@@ -356,11 +356,12 @@ def heldout_section(heldout: dict | None) -> list[str]:
 def render_readme(metrics: dict, table: pd.DataFrame, baseline: dict, random_partial: bool,
                   oracle: dict | None = None, triton_search: dict | None = None,
                   verdicts: dict | None = None, captured: dict | None = None,
-                  headroom: dict | None = None, heldout: dict | None = None) -> str:
+                  headroom: dict | None = None, heldout: dict | None = None,
+                  knobs: list[str] | None = None) -> str:
     """reports/README.md: the sections present, separated by one blank line."""
     sections = [header(baseline), baseline_section(metrics), search_section(metrics, random_partial, oracle),
                 policy_section(metrics), triton_section(metrics, triton_search, verdicts),
                 confirmed_section(metrics), captured_section(captured),
                 headroom_section(headroom, metrics.get("v2", {}).get("random_vs_greedy")),
-                heldout_section(heldout), largest_gains_section(table)]
+                heldout_section(heldout), knobs, largest_gains_section(table)]
     return "\n\n".join("\n".join(s) for s in sections if s) + "\n"

@@ -4,12 +4,12 @@
 
 Reads reports/{baseline,greedy_results,bc_stats}.json (required) and, when present,
 reports/{random_results,oracle,predictions,training_result,triton_search,measure_triton_results,confirm,aa,
-captured,headroom,census,heldout,random_time}.json
+captured,headroom,census,heldout,random_time,knob_census}.json
 and grpo_curves.csv, heldout_curves.csv. Writes reports/search_gemm_tile.csv,
 reports/figures/{search_gemm_tile,bc_curves,grpo_curves,triton_results,heldout_curves}.png,
 reports/metrics.json (for `dvc exp show`; the Triton tiers nested under "triton", the A/A test under "aa",
 the captured workloads under "capture", "tune", "e2e", the headroom search, census and held-out evaluation
-under "v2") and reports/README.md.
+under "v2", the compile-knob census under "knobs") and reports/README.md.
 Every number comes from those files (the verdicts' confidence and min_gain from the Triton runs' params,
 params.yaml's where none ran); nothing is measured here.
 A missing required input, or any input that is truncated or corrupt, is a one-line error naming the file
@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from chronos.report.knobs import knob_metrics, knob_section
 from chronos.report.plots import bc_curves, grpo_curves, heldout_curves, search_bars, triton_bars
 from chronos.report.readme import render_readme
 from chronos.report.tables import (
@@ -41,7 +42,8 @@ OPTIONAL = {"random_results": "random-search results", "oracle": "oracle report"
             "triton_search": "Triton search results", "measure_triton_results": "Triton measurements",
             "confirm": "confirm report", "aa": "A/A test", "captured": "captured-workload summary",
             "headroom": "headroom report", "census": "census report", "heldout": "held-out evaluation",
-            "random_time": "random search in time", "reliability": "bad-input benchmark"}
+            "random_time": "random search in time", "reliability": "bad-input benchmark",
+            "knob_census": "compile-knob census"}
 
 
 def _read_inputs(reports: Path) -> dict:
@@ -85,6 +87,7 @@ def _body(args, cfg) -> None:
                               search, x["aa"])
     metrics.update(captured_metrics(x["captured"]))
     metrics.update(headroom_metrics(x["headroom"], x["census"], x["heldout"], x["random_time"]))
+    metrics.update(knob_metrics(x["knob_census"]))
     if x["reliability"]:  # benchmarks/bench_reliability.py: bad input through the CLI, counted
         metrics["reliability"] = {k: x["reliability"][k] for k in ("inputs_tried", "tracebacks", "silent")}
     if (r / "heldout_curves.csv").is_file() and x["heldout"]:
@@ -93,7 +96,7 @@ def _body(args, cfg) -> None:
     partial = bool((x["random_results"] or {}).get("provenance", {}).get("partial", False))
     (r / "README.md").write_text(render_readme(metrics, table, x["baseline"], partial, x["oracle"], search,
                                                _verdicts(x, cfg), x["captured"], x["headroom"],
-                                               x["heldout"]))
+                                               x["heldout"], knob_section(x["knob_census"])))
     print(f"report: {json.dumps(metrics)}")
 
 

@@ -1,0 +1,138 @@
+"""The census of action space v3's compile knobs (#28): per captured kernel, every single knob value beside
+stock (num_warps, num_stages, maxnreg; chronos.triton.recompile), all in one side-by-side comparison in wall
+time, each verified bit-exactly against stock; the fastest one that wins is judged again beside stock alone
+(the winner of many is biased low). It says where the ceiling of the knob space lies before a learner is
+asked to reach it, and how often each knob value keeps the kernel's bits.
+
+The variants were compiled on the GPU image from each kernel's TTIR (scripts/make_knob_variants.py) and are
+committed beside the capture (`knobs.json`, `knobs/`); a variant runs with its own block (num_warps x 32
+threads) and shared memory. Each kernel's outcome is recorded in a part file; replay compares again from
+the store and must choose as recorded.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+from chronos.errors import ChronosError
+from chronos.kernels.spec import read_ptx, read_ptx_file
+from chronos.kernels.variant import Launch, Variant
+from chronos.measure.verdicts import FASTER, geomean
+from chronos.ptx.atomics import float_atomics
+from chronos.search.timed import time_row
+
+MANIFEST = "knobs.json"
+
+
+def knob_variants(folder: Path, spec) -> tuple[list[Variant], list[dict]]:
+    """The kernel's stock variant and its knob variants (one per distinct compiled value), and the values
+    that gave no variant (same PTX as stock, or a compile error) as rows of their own."""
+    manifest = folder / MANIFEST
+    if not manifest.is_file():
+        raise ChronosError(f"{spec.kernel}: no {manifest} (make it on a GPU image: "
+                           "scripts/make_knob_variants.py)")
+    entry = json.loads(manifest.read_text())["kernels"].get(spec.ptx)
+    if entry is None or not entry.get("remade_stock"):
+        why = (entry or {}).get("error") or "its TTIR did not remake the stock PTX"
+        raise ChronosError(f"{spec.kernel}: no knob variants ({why})")
+    variants = [Variant(spec, read_ptx(folder / "specs.json", spec), ())]
+    others = []
+    for v in entry["variants"]:
+        label = f"{v['knob']}={v['value']}"
+        if "ptx" not in v:
+            others.append({"action": label, "valid": False,
+                           "reason": "same_as_stock" if v.get("same_as_stock") else "compile_error",
+                           **({"log": v["error"]} if "error" in v else {})})
+            continue
+        launch = Launch((32 * v["num_warps"], 1, 1), v["shared"])
+        variants.append(Variant(spec, read_ptx_file(folder / v["ptx"]), (label,), launch=launch))
+    return variants, others
+
+
+def census_kernel(spec, folder: Path, backend, timing, min_gain: float) -> dict:
+    """One kernel: all knob variants beside stock, then the fastest winner beside stock alone."""
+    racy = float_atomics(read_ptx(folder / "specs.json", spec))
+    if racy:  # no variant can be verified bit-exactly, nor stock against itself
+        return {"kernel": spec.kernel, "error": f"skipped: float atomics ({', '.join(racy)})"}
+    variants, others = knob_variants(folder, spec)
+    cmp = backend.compare(spec, variants, timing)
+    if not cmp.baseline.valid:
+        return {"kernel": spec.kernel, "error": f"stock invalid ({cmp.baseline.reason})"}
+    rows = [{"action": v.actions[0], **time_row(cmp, i, timing, min_gain)} for i, v in enumerate(variants)
+            if i > 0]
+    faster = [r for r in rows if r["verdict"] == FASTER]
+    best = {"actions": [], "ratio": 1.0, "ci": None, "verdict": "none"}
+    if faster:
+        pick = min(faster, key=lambda r: r["ratio"])
+        chosen = next(v for v in variants if v.actions == (pick["action"],))
+        again = backend.compare(spec, [variants[0], chosen], timing)
+        best = {k: v for k, v in time_row(again, 1, timing, min_gain).items()
+                if k in ("actions", "ratio", "ci", "verdict", "time_ms")}
+    confirmed = best["verdict"] == FASTER
+    return {"kernel": spec.kernel, "baseline_ms": cmp.time_ms(0)[0], "primary": cmp.primary,
+            "candidates": rows + others, "best": best,
+            "speedup": 1.0 / best["ratio"] if confirmed and best.get("ratio") else 1.0}
+
+
+def census_family(kernels: Path, family: str, selected, backend, timing, min_gain: float, parts: Path,
+                  replay: bool, out_of_budget) -> list[dict]:
+    """Every selected kernel of a captured family (gpu: recorded into `parts`; replay: compared again from the
+    store, `as_recorded` saying whether it chose the same)."""
+    folder = kernels / family
+    rows = []
+    for _, spec in selected:
+        part = parts / family / f"{spec.kernel}.json"
+        recorded = json.loads(part.read_text()) if part.is_file() else None
+        if recorded is None and (replay or out_of_budget()):
+            why = "not_measured (run this stage on a GPU)" if replay else "not_measured (budget)"
+            rows.append({"family": family, "kernel": spec.kernel, "error": why})
+            continue
+        try:
+            row = census_kernel(spec, folder, backend, timing, min_gain)
+        except ChronosError as e:
+            row = {"kernel": spec.kernel, "error": " ".join(str(e).split())[:400]}
+        if recorded is None and "error" not in row:
+            part.parent.mkdir(parents=True, exist_ok=True)
+            part.write_text(json.dumps({**row, "provenance": backend.provenance()}, indent=1) + "\n")
+        elif recorded is not None and "error" not in row:
+            row["as_recorded"] = recorded["best"]["actions"] == row["best"]["actions"]
+        rows.append({"family": family, **row})
+        print(f"knob_census: {family:16s} {spec.kernel[:60]:60s} "
+              f"{row.get('error') or '+'.join(row['best']['actions']) or '-'} {row.get('speedup', 0):.4f}",
+              flush=True)
+    return rows
+
+
+def knob_summary(rows: list[dict]) -> dict:
+    """Counts, the geomean speedup of the confirmed winners (1.0 where none), and per knob value how often it
+    compiled to a new variant, stayed bit-exact, and was faster than stock."""
+    done = [r for r in rows if "best" in r]
+    per: dict[str, dict[str, int]] = defaultdict(lambda: {"tried": 0, "variant": 0, "exact": 0, "faster": 0})
+    for r in done:
+        for c in r["candidates"]:
+            s = per[c["action"]]
+            s["tried"] += 1
+            if c.get("reason") in ("same_as_stock", "compile_error"):
+                continue
+            s["variant"] += 1
+            s["exact"] += bool(c["valid"])
+            s["faster"] += c.get("verdict") == FASTER
+    knobs: dict[str, dict] = defaultdict(lambda: {"variant": 0, "exact": 0, "faster": 0})
+    for label, s in per.items():
+        k = knobs[label.split("=")[0]]
+        for f in ("variant", "exact", "faster"):
+            k[f] += s[f]
+    for k in knobs.values():
+        k["exact_share"] = k["exact"] / k["variant"] if k["variant"] else None
+    variants = sum(k["variant"] for k in knobs.values())
+    return {
+        "kernels": len(rows),
+        "measured": len(done),
+        "faster": sum(r["best"]["verdict"] == FASTER for r in done),
+        "time_geomean": geomean([r["speedup"] for r in done]) if done else None,
+        "exact_share": sum(k["exact"] for k in knobs.values()) / variants if variants else None,
+        "knobs": dict(sorted(knobs.items())),
+        "values": dict(sorted(per.items())),
+    }

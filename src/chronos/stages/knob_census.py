@@ -1,0 +1,66 @@
+"""Stage `knob_census` (#28): per captured kernel (census's choice: the most GPU time first), every single
+compile-knob value of action space v3 beside stock in one side-by-side comparison, bit-exact verified, the
+fastest winner judged again beside stock alone (chronos.search.knob_census). Recorded per kernel in
+data/knob_census/<family>/; on replay each is compared again from the store and must choose as recorded.
+
+    python -m chronos.stages.knob_census --params params.yaml --kernels data/kernels \
+        --parts data/knob_census --out reports/knob_census.json [--backend gpu|replay] [--budget S]
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from chronos.measure.backend import ReplayBackend
+from chronos.search.headroom import selected
+from chronos.search.knob_census import census_family, knob_summary
+from chronos.stages.common import command_line, run_stage, write_json
+from chronos.stages.measuring import add_backend_arguments, open_backend
+
+
+def add_arguments(ap) -> None:
+    ap.add_argument("--kernels", type=Path, default=Path("data/kernels"))
+    ap.add_argument("--parts", type=Path, default=Path("data/knob_census"))
+    ap.add_argument("--out", type=Path, default=Path("reports/knob_census.json"))
+    ap.add_argument("--budget", type=float, help="(gpu) seconds; default search.knob_census.budget_s")
+    add_backend_arguments(ap)
+
+
+def run(args, cfg) -> int:
+    kcfg = cfg.search.knob_census
+    timing = kcfg.timing_for(cfg.timing)
+    budget = args.budget if args.budget is not None else kcfg.budget_s
+    backend = open_backend(args, cfg)
+    t0 = time.perf_counter()
+    try:
+        replay = isinstance(backend, ReplayBackend)
+        rows = []
+        for family in kcfg.families:
+            rows += census_family(args.kernels, family, selected(args.kernels, family, kcfg.per_family),
+                                  backend, timing, cfg.search.greedy.min_gain, args.parts, replay,
+                                  lambda: time.perf_counter() - t0 > budget)
+        prov = {**backend.provenance(), "command": command_line("knob_census", args.argv)}
+    finally:
+        backend.close()
+    out = {"provenance": prov,
+           "params": {"families": list(kcfg.families), "per_family": kcfg.per_family,
+                      "timing": timing.to_json()},
+           "summary": {f: knob_summary([r for r in rows if r.get("family") == f]) for f in kcfg.families},
+           "disagreements": [r["kernel"] for r in rows if r.get("as_recorded") is False],
+           "kernels": rows}
+    write_json(args.out, out)
+    brief = {f: {k: s[k] for k in ("measured", "faster", "time_geomean", "exact_share")}
+             for f, s in out["summary"].items()}
+    print(f"knob_census: {json.dumps(brief)}")
+    return 1 if out["disagreements"] else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_stage("knob_census", __doc__, add_arguments, run, sys.argv[1:] if argv is None else argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

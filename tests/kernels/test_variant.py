@@ -1,0 +1,60 @@
+"""A variant's own launch geometry (#28): it reaches the launch and the comparison key, and travels to a
+worker intact."""
+
+from __future__ import annotations
+
+from chronos.kernels.gemm_tile import gemm_tile_ptx, gemm_tile_spec
+from chronos.kernels.variant import Launch, Variant, launched_as
+from chronos.measure.runner import _Kernel
+from chronos.measure.worker import _cubin, encode_cubin
+
+
+class _Func:
+    def __init__(self):
+        self.calls, self.attrs = [], {}
+
+    def set_attribute(self, key, value):
+        self.attrs[key] = value
+
+    def prepare(self, codes):
+        self.codes = codes
+
+    def prepared_async_call(self, grid, block, stream, *args, shared_size):
+        self.calls.append((grid, block, shared_size))
+
+
+class _Drv:
+    class function_attribute:  # pycuda's name
+        MAX_DYNAMIC_SHARED_SIZE_BYTES = "max_dynamic_shared"
+
+    def __init__(self):
+        self.func = _Func()
+
+    def module_from_buffer(self, cubin):
+        drv = self
+
+        class _Module:
+            def get_function(self, name):
+                return drv.func
+
+        return _Module()
+
+
+def test_a_variant_with_its_own_launch_is_launched_and_keyed_with_it():
+    spec = gemm_tile_spec(2, 2, 2)
+    plain = Variant(spec, gemm_tile_ptx(2, 2, 2), ())
+    wide = Variant(spec, plain.ptx, ("num_warps=8",), launch=Launch((256, 1, 1), 64 << 10))
+    assert plain.key == plain.ptx_sha256 and wide.key != plain.key and wide.ptx_sha256 == plain.ptx_sha256
+    assert launched_as(spec, None) is spec
+    drv = _Drv()
+    k = _Kernel(drv, b"cubin", launched_as(spec, wide.launch), False)
+    k.launch([])
+    assert drv.func.calls == [(spec.grid, (256, 1, 1), 64 << 10)]
+    assert drv.func.attrs == {"max_dynamic_shared": 64 << 10}  # above 48 KiB: opted in
+
+
+def test_a_launch_travels_to_the_worker_and_back():
+    launch = Launch((64, 1, 1), 32)
+    assert _cubin(encode_cubin("ab", b"\x00\x01", launch)) == ("ab", b"\x00\x01", launch)
+    assert _cubin(encode_cubin("ab", b"\x00\x01")) == ("ab", b"\x00\x01")
+    assert Launch.from_json(launch.to_json()) == launch
