@@ -46,6 +46,7 @@ rule all:
         "reports/headroom.json",
         "reports/census.json",
         "reports/knob_census.json",
+        "reports/knob_ptx.json",
         "reports/random_time.json",
         "reports/heldout.json",
         "reports/heldout_curves.csv",

@@ -155,6 +155,45 @@ rule knob_census:
         " --store data/store/measurements.sqlite --out reports/knob_census.json --backend replay"
 
 
+# The joint space's first step (issue #28): the v2 PTX actions on top of each kernel's knob winner (or stock),
+# beside stock in one comparison; on a GPU measured (data/knob_ptx/), else replayed from the store.
+rule knob_ptx:
+    input:
+        "data/knob_ptx",
+        "data/knob_census",
+        "data/kernels/captured",
+        "data/store/measurements.sqlite",
+        "data/store/atlas.sqlite",
+        "src/chronos/actions.py",
+        "src/chronos/config",
+        "src/chronos/errors.py",
+        "src/chronos/features",
+        "src/chronos/files.py",
+        "src/chronos/gpu.py",
+        "src/chronos/kernels",
+        "src/chronos/measure",
+        "src/chronos/progress.py",
+        "src/chronos/ptx",
+        "src/chronos/sass.py",
+        "src/chronos/search",
+        "src/chronos/stages/__init__.py",
+        "src/chronos/stages/common.py",
+        "src/chronos/stages/knob_census.py",
+        "src/chronos/stages/measuring.py",
+        "src/chronos/toolchain.py",
+        "src/chronos/transforms",
+    output:
+        "reports/knob_ptx.json",
+    resources:
+        gpu=1,  # opens a measurement backend: on a GPU host it measures
+    params:
+        tracked=tracked_params("measure", "search.greedy", "search.knob_census", "timing"),
+    shell:
+        "python -m chronos.stages.knob_census --section knob_ptx --params params.yaml --kernels data/kernels"
+        " --knob-parts data/knob_census --parts data/knob_ptx --store data/store/measurements.sqlite"
+        " --out reports/knob_ptx.json --backend replay"
+
+
 # Seeded random search in time (issue #14), the comparator for headroom's greedy: random v2 sets beside the
 # baseline in one comparison; on a GPU measured (data/random_time/), else replayed from the store.
 rule random_time:
@@ -282,6 +321,7 @@ rule report:
         "reports/heldout.json",
         "reports/heldout_curves.csv",
         "reports/knob_census.json",
+        "reports/knob_ptx.json",
         "reports/reliability.json",
         "src/chronos/config",
         "src/chronos/errors.py",

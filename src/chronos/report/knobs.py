@@ -1,4 +1,5 @@
-"""reports/knob_census.json (#28, stage knob_census) as metrics and as a section of reports/README.md."""
+"""reports/knob_census.json and reports/knob_ptx.json (#28, stage knob_census and its knob_ptx section) as
+metrics and as a section of reports/README.md."""
 
 from __future__ import annotations
 
@@ -9,43 +10,54 @@ def _workload(family: str) -> str:
     return family.split("/", 1)[1] if family.startswith("captured/") else family
 
 
-def knob_metrics(census: dict | None) -> dict:
+def knob_metrics(census: dict | None, joint: dict | None = None) -> dict:
     """knobs.<workload>.{kernels,measured,faster,time_geomean,exact_share} and, per knob,
-    knobs.<workload>.<knob>.{variant,exact,faster,exact_share}: the census of single compile-knob values
-    (no PTX actions on top: that is the joint space v3)."""
-    out = {}
+    knobs.<workload>.<knob>.{variant,exact,faster,exact_share}: the census of single compile-knob values;
+    v3.<workload>.{kernels,measured,faster,time_geomean,exact_share,ptx_on_top,knob_root}: the joint space's
+    first step (the knob winner, then one v2 PTX action on top), against stock."""
+    out: dict = {}
     for family, s in ((census or {}).get("summary") or {}).items():
-        if not s.get("measured"):
-            continue
-        out[_workload(family)] = {**{k: s[k] for k in FIELDS}, **s["knobs"]}
-    return {"knobs": out} if out else {}
+        if s.get("measured"):
+            out.setdefault("knobs", {})[_workload(family)] = {**{k: s[k] for k in FIELDS}, **s["knobs"]}
+    for family, s in ((joint or {}).get("summary") or {}).items():
+        if s.get("measured"):
+            out.setdefault("v3", {})[_workload(family)] = {
+                k: s[k] for k in (*FIELDS, "ptx_on_top", "knob_root")}
+    return out
 
 
 def _x(v) -> str:
     return f"{v:.4f}×" if v else "—"
 
 
-def knob_section(census: dict | None) -> list[str]:
+def knob_section(census: dict | None, joint: dict | None = None) -> list[str]:
     """Per workload: kernels measured, how many a single knob value made faster (confirmed beside stock
-    alone), the geomean, and per knob how many of its variants kept stock's bits."""
+    alone), the geomean, per knob how many of its variants kept stock's bits, and the joint step's geomean."""
     summary = (census or {}).get("summary") or {}
+    both = ((joint or {}).get("summary") or {})
     if not any(s.get("measured") for s in summary.values()):
         return []
     knobs = sorted({k for s in summary.values() for k in s.get("knobs", {})})
     names = ", ".join(f"`{k}`" for k in knobs)
-    lines = ["## Compile knobs of the captured kernels (census, H200; action space v3's knobs alone)", "",
+    lines = ["## Compile knobs and the joint space v3 on the captured kernels (H200)", "",
              (f"Every single value of {names} beside stock, recompiled from the kernel's TTIR, timed side by "
               "side and verified bit-exactly against stock; the fastest winner is judged again beside stock "
-              "alone (stage knob_census). Bit-exact: the share of the variants that kept every bit."),
+              "alone (stage knob_census). Bit-exact: the share of the variants that kept every bit. "
+              "knobs + PTX: the knob winner (or stock, also where a kernel has no knob variants), then the "
+              "best single v2 PTX action on top, beside stock in one comparison and confirmed alone (stage "
+              "knob_ptx; per kernel, 1.0 where nothing won)."),
              "", "| workload | kernels | faster | geomean | bit-exact | "
-             + " | ".join(f"{k} exact" for k in knobs) + " |",
-             "|---|---|---|---|---|" + "---|" * len(knobs)]
+             + " | ".join(f"{k} exact" for k in knobs) + " | knobs + PTX (faster) |",
+             "|---|---|---|---|---|" + "---|" * len(knobs) + "---|"]
     for family, s in summary.items():
         if not s.get("measured"):
             continue
         per = [f"{s['knobs'][k]['exact']}/{s['knobs'][k]['variant']}" if k in s["knobs"] else "—"
                for k in knobs]
         share = f"{s['exact_share']:.0%}" if s.get("exact_share") is not None else "—"
+        j = both.get(family) or {}
+        joint_cell = (f"{_x(j.get('time_geomean'))} ({j['faster']}/{j['measured']})" if j.get("measured")
+                      else "—")
         lines.append(f"| {_workload(family)} | {s['measured']} | {s['faster']} | {_x(s['time_geomean'])} | "
-                     f"{share} | " + " | ".join(per) + " |")
+                     f"{share} | " + " | ".join(per) + f" | {joint_cell} |")
     return lines

@@ -76,11 +76,10 @@ def census_kernel(spec, folder: Path, backend, timing, min_gain: float) -> dict:
             "speedup": 1.0 / best["ratio"] if confirmed and best.get("ratio") else 1.0}
 
 
-def census_family(kernels: Path, family: str, selected, backend, timing, min_gain: float, parts: Path,
-                  replay: bool, out_of_budget) -> list[dict]:
-    """Every selected kernel of a captured family (gpu: recorded into `parts`; replay: compared again from the
-    store, `as_recorded` saying whether it chose the same)."""
-    folder = kernels / family
+def census_family(family: str, selected, measure, parts: Path, replay: bool, out_of_budget,
+                  provenance, label: str = "knob_census") -> list[dict]:
+    """`measure(spec)` (a row) for every selected kernel of a family (gpu: recorded into `parts`; replay:
+    measured again from the store, `as_recorded` saying whether it chose the same)."""
     rows = []
     for _, spec in selected:
         part = parts / family / f"{spec.kernel}.json"
@@ -90,16 +89,16 @@ def census_family(kernels: Path, family: str, selected, backend, timing, min_gai
             rows.append({"family": family, "kernel": spec.kernel, "error": why})
             continue
         try:
-            row = census_kernel(spec, folder, backend, timing, min_gain)
+            row = measure(spec)
         except ChronosError as e:
             row = {"kernel": spec.kernel, "error": " ".join(str(e).split())[:400]}
         if recorded is None and "error" not in row:
             part.parent.mkdir(parents=True, exist_ok=True)
-            part.write_text(json.dumps({**row, "provenance": backend.provenance()}, indent=1) + "\n")
+            part.write_text(json.dumps({**row, "provenance": provenance()}, indent=1) + "\n")
         elif recorded is not None and "error" not in row:
             row["as_recorded"] = recorded["best"]["actions"] == row["best"]["actions"]
         rows.append({"family": family, **row})
-        print(f"knob_census: {family:16s} {spec.kernel[:60]:60s} "
+        print(f"{label}: {family:16s} {spec.kernel[:60]:60s} "
               f"{row.get('error') or '+'.join(row['best']['actions']) or '-'} {row.get('speedup', 0):.4f}",
               flush=True)
     return rows

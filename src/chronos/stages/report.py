@@ -4,12 +4,12 @@
 
 Reads reports/{baseline,greedy_results,bc_stats}.json (required) and, when present,
 reports/{random_results,oracle,predictions,training_result,triton_search,measure_triton_results,confirm,aa,
-captured,headroom,census,heldout,random_time,knob_census}.json
+captured,headroom,census,heldout,random_time,knob_census,knob_ptx}.json
 and grpo_curves.csv, heldout_curves.csv. Writes reports/search_gemm_tile.csv,
 reports/figures/{search_gemm_tile,bc_curves,grpo_curves,triton_results,heldout_curves}.png,
 reports/metrics.json (for `dvc exp show`; the Triton tiers nested under "triton", the A/A test under "aa",
 the captured workloads under "capture", "tune", "e2e", the headroom search, census and held-out evaluation
-under "v2", the compile-knob census under "knobs") and reports/README.md.
+under "v2", the compile-knob census under "knobs", knobs with PTX on top under "v3") and reports/README.md.
 Every number comes from those files (the verdicts' confidence and min_gain from the Triton runs' params,
 params.yaml's where none ran); nothing is measured here.
 A missing required input, or any input that is truncated or corrupt, is a one-line error naming the file
@@ -43,7 +43,7 @@ OPTIONAL = {"random_results": "random-search results", "oracle": "oracle report"
             "confirm": "confirm report", "aa": "A/A test", "captured": "captured-workload summary",
             "headroom": "headroom report", "census": "census report", "heldout": "held-out evaluation",
             "random_time": "random search in time", "reliability": "bad-input benchmark",
-            "knob_census": "compile-knob census"}
+            "knob_census": "compile-knob census", "knob_ptx": "knobs with PTX actions on top"}
 
 
 def _read_inputs(reports: Path) -> dict:
@@ -87,7 +87,7 @@ def _body(args, cfg) -> None:
                               search, x["aa"])
     metrics.update(captured_metrics(x["captured"]))
     metrics.update(headroom_metrics(x["headroom"], x["census"], x["heldout"], x["random_time"]))
-    metrics.update(knob_metrics(x["knob_census"]))
+    metrics.update(knob_metrics(x["knob_census"], x["knob_ptx"]))
     if x["reliability"]:  # benchmarks/bench_reliability.py: bad input through the CLI, counted
         metrics["reliability"] = {k: x["reliability"][k] for k in ("inputs_tried", "tracebacks", "silent")}
     if (r / "heldout_curves.csv").is_file() and x["heldout"]:
@@ -96,7 +96,7 @@ def _body(args, cfg) -> None:
     partial = bool((x["random_results"] or {}).get("provenance", {}).get("partial", False))
     (r / "README.md").write_text(render_readme(metrics, table, x["baseline"], partial, x["oracle"], search,
                                                _verdicts(x, cfg), x["captured"], x["headroom"],
-                                               x["heldout"], knob_section(x["knob_census"])))
+                                               x["heldout"], knob_section(x["knob_census"], x["knob_ptx"])))
     print(f"report: {json.dumps(metrics)}")
 
 

@@ -1,0 +1,94 @@
+"""The joint space's first step (#28): the v2 PTX actions applied on top of each kernel's compile-knob winner.
+
+Per kernel the root is the knob value the knob census confirmed faster than stock (data/knob_census), or
+stock where none was. One side-by-side comparison holds stock, the root and the root with each legal
+single v2 action (each knob variant keeps its own launch geometry), all verified bit-exactly against stock;
+the fastest winner against stock is judged again beside stock alone. The kernel's joint speedup is that
+confirmed ratio's inverse (1.0 where nothing won): knobs and PTX actions together, stock as the reference.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from chronos.actions import V2
+from chronos.errors import ChronosError
+from chronos.kernels.spec import load_module, read_ptx
+from chronos.kernels.variant import Variant
+from chronos.measure.verdicts import FASTER, geomean
+from chronos.ptx import emit, parse
+from chronos.ptx.atomics import float_atomics
+from chronos.search.knob_census import knob_variants
+from chronos.search.space import realize
+from chronos.search.timed import time_row
+from chronos.transforms import legal_actions
+
+
+def knob_winner(knob_parts: Path, family: str, kernel: str) -> str | None:
+    """The knob value the census confirmed faster than stock for this kernel, if any."""
+    part = knob_parts / family / f"{kernel}.json"
+    if not part.is_file():
+        return None
+    best = json.loads(part.read_text())["best"]
+    return best["actions"][0] if best.get("verdict") == FASTER and best.get("actions") else None
+
+
+def contenders(spec, folder: Path, knob: str | None) -> list[Variant]:
+    """Stock, the root (the knob winner, or stock) and the root with each legal single v2 action."""
+    specs_json = folder / "specs.json"
+    stock = Variant(spec, read_ptx(specs_json, spec), ())
+    if knob is None:
+        root, base_actions, launch, out = load_module(specs_json, spec), (), None, [stock]
+    else:
+        kv = next((v for v in knob_variants(folder, spec)[0] if v.actions == (knob,)), None)
+        if kv is None:
+            raise ChronosError(f"{spec.kernel}: the census's winner {knob} is not among its knob variants")
+        root = parse(kv.ptx)
+        root.align_contract.update(spec.alignment)
+        base_actions, launch, out = (knob,), kv.launch, [stock, kv]
+    seen = {v.key for v in out}
+    for action in legal_actions(root, space=V2):
+        module = realize(root, (action,))
+        if module is None:
+            continue
+        v = Variant(spec, emit(module), (*base_actions, action), launch=launch)
+        if v.key not in seen:
+            seen.add(v.key)
+            out.append(v)
+    return out
+
+
+def joint_kernel(spec, folder: Path, knob: str | None, backend, timing, min_gain: float) -> dict:
+    racy = float_atomics(read_ptx(folder / "specs.json", spec))
+    if racy:
+        return {"kernel": spec.kernel, "error": f"skipped: float atomics ({', '.join(racy)})"}
+    variants = contenders(spec, folder, knob)
+    cmp = backend.compare(spec, variants, timing)
+    if not cmp.baseline.valid:
+        return {"kernel": spec.kernel, "error": f"stock invalid ({cmp.baseline.reason})"}
+    rows = [time_row(cmp, i, timing, min_gain) for i in range(1, len(variants))]
+    faster = [(r, v) for r, v in zip(rows, variants[1:], strict=True) if r["verdict"] == FASTER]
+    best = {"actions": [], "ratio": 1.0, "ci": None, "verdict": "none"}
+    if faster:
+        _, chosen = min(faster, key=lambda rv: rv[0]["ratio"])
+        again = backend.compare(spec, [variants[0], chosen], timing)
+        best = {k: v for k, v in time_row(again, 1, timing, min_gain).items()
+                if k in ("actions", "ratio", "ci", "verdict", "time_ms")}
+    confirmed = best["verdict"] == FASTER
+    return {"kernel": spec.kernel, "root": knob, "baseline_ms": cmp.time_ms(0)[0], "candidates": rows,
+            "best": best, "speedup": 1.0 / best["ratio"] if confirmed and best.get("ratio") else 1.0,
+            "ptx_on_top": confirmed and len(best["actions"]) > (knob is not None)}
+
+
+def joint_summary(rows: list[dict]) -> dict:
+    """Counts, the geomean of the confirmed joint speedups (1.0 where none), how many winners hold a PTX
+    action on top, how many kernels started from a knob winner, and the bit-exact share of the contenders."""
+    done = [r for r in rows if "best" in r]
+    cands = [c for r in done for c in r["candidates"] if c.get("reason") != "ptxas_error"]
+    return {"kernels": len(rows), "measured": len(done),
+            "faster": sum(r["best"]["verdict"] == FASTER for r in done),
+            "time_geomean": geomean([r["speedup"] for r in done]) if done else None,
+            "ptx_on_top": sum(bool(r["ptx_on_top"]) for r in done),
+            "knob_root": sum(r["root"] is not None for r in done),
+            "exact_share": sum(bool(c["valid"]) for c in cands) / len(cands) if cands else None}
