@@ -10,7 +10,8 @@ no variants — and with every single knob value beside stock. Writes under --ou
 out: data/kernels/captured/<w>/ttir/<stem>.ttir.gz (and
 <stem>.json, Triton's metadata: the options it compiled with), .../knobs/<stem>/<knob>=<v>.ptx.gz and
 .../knobs.json (per stock PTX: its stock knobs, whether stock was remade, per value the variant's PTX,
-num_warps, shared memory, or the compile error), with the provenance.
+num_warps, shared memory, or the compile error), with the provenance; the workloads' logs go to
+--scratch/logs.
 """
 
 from __future__ import annotations
@@ -125,7 +126,7 @@ def main() -> int:
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 4)
     p.add_argument("--scratch", type=Path, default=Path("/tmp/chronos-knobs"))
     args = p.parse_args()
-    logs = args.out / "logs"
+    logs = args.scratch / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     codes = run_workloads(args.workloads, args.scratch, logs)
     print("workloads:", codes, flush=True)

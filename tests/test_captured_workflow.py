@@ -32,3 +32,17 @@ def test_each_workload_plans_capture_tune_and_e2e_as_gpu_jobs(tmp_path):
     assert (f"-m chronos.cli tune {d} --backend gpu --ptxas triton --order-by {d}/profile.json --checkpoint "
             f"{d}/tune-policy.pt --budget 300 --db {d}/tuned.sqlite") in out
     assert f"scripts/e2e.py bert --db {d}/tuned.sqlite --out {d}/e2e.json" in out
+
+
+def test_the_knob_variants_are_one_gpu_job_over_the_workloads(tmp_path):
+    for w in ("flex", "bert"):
+        (tmp_path / f"data/kernels/captured/{w}").mkdir(parents=True)
+        (tmp_path / f"data/kernels/captured/{w}/specs.json").write_text("[]\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-s", str(ROOT / "workflow/captured/Snakefile"), "-n", "-p",
+         "--config", "workloads=[flex,bert]", "--", "knobs"],
+        capture_output=True, text=True, timeout=300, check=False, cwd=tmp_path)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    assert out.count("rule knobs:") == 1 and "gpu=1" in out
+    assert "scripts/make_knob_variants.py --out . --workloads flex bert" in out
