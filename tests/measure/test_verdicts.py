@@ -77,3 +77,19 @@ def test_adaptive_knobs_stay_out_of_the_key_while_off():
     same = dataclasses.replace(off, rounds_step=9, target_halfwidth=0.1)
     assert off.timing_hash("m") == same.timing_hash("m")
     assert off.timing_hash("m") != dataclasses.replace(off, max_rounds=40).timing_hash("m")
+
+
+
+def test_the_a_a_report_replays_to_the_same_bytes_on_this_cpu(tmp_path):
+    """reports/aa.json was written on another processor; replayed here it must come out byte for byte.
+    numpy's vectorised log (AVX-512 builds) differs from libm's in the last bit for ~1 value in 1000: with it
+    the intervals of two A/A rows came out one bit apart on an AVX-512 machine (2026-12-04)."""
+    from pathlib import Path
+
+    from chronos.stages import aa
+
+    root = Path(__file__).resolve().parents[2]
+    out = tmp_path / "aa.json"
+    assert aa.main(["--params", str(root / "params.yaml"), "--kernels", str(root / "data/kernels"),
+                    "--store", str(root / "data/store/measurements.sqlite"), "--out", str(out)]) == 0
+    assert out.read_bytes() == (root / "reports/aa.json").read_bytes()
