@@ -179,6 +179,7 @@ rule knob_ptx:
         "src/chronos/stages/__init__.py",
         "src/chronos/stages/common.py",
         "src/chronos/stages/knob_census.py",
+        "src/chronos/stages/knob_ptx.py",
         "src/chronos/stages/measuring.py",
         "src/chronos/toolchain.py",
         "src/chronos/transforms",
@@ -189,7 +190,7 @@ rule knob_ptx:
     params:
         tracked=tracked_params("measure", "search.greedy", "search.knob_census", "timing"),
     shell:
-        "python -m chronos.stages.knob_census --section knob_ptx --params params.yaml --kernels data/kernels"
+        "python -m chronos.stages.knob_ptx --params params.yaml --kernels data/kernels"
         " --knob-parts data/knob_census --parts data/knob_ptx --store data/store/measurements.sqlite"
         " --out reports/knob_ptx.json --backend replay"
 
