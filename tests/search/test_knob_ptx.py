@@ -8,7 +8,7 @@ from pathlib import Path
 
 from chronos.kernels.spec import load_specs
 from chronos.search.knob_ptx import contenders, knob_winner
-from chronos.stages import knob_census
+from chronos.stages import knob_ptx
 
 ROOT = Path(__file__).resolve().parents[2]
 CAPTURED = ROOT / "data" / "kernels" / "captured"
@@ -16,7 +16,7 @@ CAPTURED = ROOT / "data" / "kernels" / "captured"
 
 def test_the_committed_joint_step_replays_as_recorded(tmp_path):
     out = tmp_path / "knob_ptx.json"
-    rc = knob_census.main(["--section", "knob_ptx", "--params", str(ROOT / "params.yaml"),
+    rc = knob_ptx.main(["--params", str(ROOT / "params.yaml"),
                            "--kernels", str(ROOT / "data/kernels"),
                            "--knob-parts", str(ROOT / "data/knob_census"),
                            "--parts", str(ROOT / "data/knob_ptx"), "--backend", "replay",

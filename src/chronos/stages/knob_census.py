@@ -13,73 +13,13 @@ choose as recorded.
 
 from __future__ import annotations
 
-import json
 import sys
-import time
-from pathlib import Path
 
-from chronos.measure.backend import ReplayBackend
-from chronos.search.headroom import selected
-from chronos.search.knob_census import census_family, census_kernel, knob_summary
-from chronos.search.knob_ptx import joint_kernel, joint_summary, knob_winner
-from chronos.stages.common import command_line, run_stage, write_json
-from chronos.stages.measuring import add_backend_arguments, open_backend
-
-
-def add_arguments(ap) -> None:
-    ap.add_argument("--section", choices=("knob_census", "knob_ptx"), default="knob_census")
-    ap.add_argument("--knob-parts", type=Path, default=Path("data/knob_census"),
-                    help="(knob_ptx) the census's parts: each kernel's knob winner")
-    ap.add_argument("--kernels", type=Path, default=Path("data/kernels"))
-    ap.add_argument("--parts", type=Path, help="default data/<section>")
-    ap.add_argument("--out", type=Path, help="default reports/<section>.json")
-    ap.add_argument("--budget", type=float, help="(gpu) seconds; default search.knob_census.budget_s")
-    add_backend_arguments(ap)
-
-
-def run(args, cfg) -> int:
-    kcfg = cfg.search.knob_census
-    parts = args.parts or Path("data", args.section)
-    out_path = args.out or Path("reports", f"{args.section}.json")
-    timing = kcfg.timing_for(cfg.timing)
-    budget = args.budget if args.budget is not None else kcfg.budget_s
-    backend = open_backend(args, cfg)
-    t0 = time.perf_counter()
-    try:
-        replay = isinstance(backend, ReplayBackend)
-        rows = []
-        min_gain = cfg.search.greedy.min_gain
-        for family in kcfg.families:
-            folder = args.kernels / family
-            if args.section == "knob_census":
-                def measure(spec, folder=folder):
-                    return census_kernel(spec, folder, backend, timing, min_gain)
-            else:
-                def measure(spec, folder=folder, family=family):
-                    knob = knob_winner(args.knob_parts, family, spec.kernel)
-                    return joint_kernel(spec, folder, knob, backend, timing, min_gain)
-            rows += census_family(family, selected(args.kernels, family, kcfg.per_family), measure,
-                                  parts, replay, lambda: time.perf_counter() - t0 > budget,
-                                  backend.provenance, args.section)
-        prov = {**backend.provenance(), "command": command_line("knob_census", args.argv)}
-    finally:
-        backend.close()
-    summarize = knob_summary if args.section == "knob_census" else joint_summary
-    out = {"section": args.section, "provenance": prov,
-           "params": {"families": list(kcfg.families), "per_family": kcfg.per_family,
-                      "timing": timing.to_json()},
-           "summary": {f: summarize([r for r in rows if r.get("family") == f]) for f in kcfg.families},
-           "disagreements": [r["kernel"] for r in rows if r.get("as_recorded") is False],
-           "kernels": rows}
-    write_json(out_path, out)
-    brief = {f: {k: s.get(k) for k in ("measured", "faster", "time_geomean", "exact_share")}
-             for f, s in out["summary"].items()}
-    print(f"{args.section}: {json.dumps(brief)}")
-    return 1 if out["disagreements"] else 0
+from chronos.stages import knob_sections
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_stage("knob_census", __doc__, add_arguments, run, sys.argv[1:] if argv is None else argv)
+    return knob_sections.main("knob_census", __doc__, argv)
 
 
 if __name__ == "__main__":

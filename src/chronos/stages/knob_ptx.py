@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import sys
 
-from chronos.stages import knob_census
+from chronos.stages import knob_sections
 
 
 def main(argv: list[str] | None = None) -> int:
-    return knob_census.main(["--section", "knob_ptx", *(sys.argv[1:] if argv is None else argv)])
+    return knob_sections.main("knob_ptx", __doc__, argv)
 
 
 if __name__ == "__main__":
