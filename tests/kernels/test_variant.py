@@ -58,3 +58,15 @@ def test_a_launch_travels_to_the_worker_and_back():
     assert _cubin(encode_cubin("ab", b"\x00\x01", launch)) == ("ab", b"\x00\x01", launch)
     assert _cubin(encode_cubin("ab", b"\x00\x01")) == ("ab", b"\x00\x01")
     assert Launch.from_json(launch.to_json()) == launch
+
+
+def test_a_baseline_with_its_own_launch_is_refused():
+    import pytest
+
+    from chronos.errors import MeasureError
+    from chronos.measure.sidebyside import _check
+
+    spec = gemm_tile_spec(2, 2, 2)
+    wide = Variant(spec, gemm_tile_ptx(2, 2, 2), (), launch=Launch((256, 1, 1), 0))
+    with pytest.raises(MeasureError, match=r"gemm_tile\(2,2,2\).*no launch of its own"):
+        _check(spec, [wide])

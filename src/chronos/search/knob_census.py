@@ -51,29 +51,46 @@ def knob_variants(folder: Path, spec) -> tuple[list[Variant], list[dict]]:
     return variants, others
 
 
-def census_kernel(spec, folder: Path, backend, timing, min_gain: float) -> dict:
-    """One kernel: all knob variants beside stock, then the fastest winner beside stock alone."""
-    racy = float_atomics(read_ptx(folder / "specs.json", spec))
-    if racy:  # no variant can be verified bit-exactly, nor stock against itself
-        return {"kernel": spec.kernel, "error": f"skipped: float atomics ({', '.join(racy)})"}
-    variants, others = knob_variants(folder, spec)
+def racy(spec, stock_ptx: str) -> dict | None:
+    """The error row of a kernel with float atomics: no variant can be verified bit-exactly, nor stock against
+    itself."""
+    atomics = float_atomics(stock_ptx)
+    if not atomics:
+        return None
+    return {"kernel": spec.kernel, "error": f"skipped: float atomics ({', '.join(atomics)})"}
+
+
+def compare_and_confirm(spec, variants: list[Variant], backend, timing, min_gain: float) -> dict:
+    """`variants` (stock first) in one side-by-side comparison, then the fastest that beats stock judged again
+    beside stock alone: the kernel's row (candidates against stock, the confirmed best, its speedup: 1.0 where
+    nothing was confirmed faster), or an error row when stock itself is invalid."""
     cmp = backend.compare(spec, variants, timing)
     if not cmp.baseline.valid:
         return {"kernel": spec.kernel, "error": f"stock invalid ({cmp.baseline.reason})"}
-    rows = [{"action": v.actions[0], **time_row(cmp, i, timing, min_gain)} for i, v in enumerate(variants)
-            if i > 0]
-    faster = [r for r in rows if r["verdict"] == FASTER]
+    rows = [time_row(cmp, i, timing, min_gain) for i in range(1, len(variants))]
+    faster = [(r, v) for r, v in zip(rows, variants[1:], strict=True) if r["verdict"] == FASTER]
     best = {"actions": [], "ratio": 1.0, "ci": None, "verdict": "none"}
     if faster:
-        pick = min(faster, key=lambda r: r["ratio"])
-        chosen = next(v for v in variants if v.actions == (pick["action"],))
+        _, chosen = min(faster, key=lambda rv: rv[0]["ratio"])
         again = backend.compare(spec, [variants[0], chosen], timing)
         best = {k: v for k, v in time_row(again, 1, timing, min_gain).items()
                 if k in ("actions", "ratio", "ci", "verdict", "time_ms")}
     confirmed = best["verdict"] == FASTER
     return {"kernel": spec.kernel, "baseline_ms": cmp.time_ms(0)[0], "primary": cmp.primary,
-            "candidates": rows + others, "best": best,
+            "candidates": rows, "best": best,
             "speedup": 1.0 / best["ratio"] if confirmed and best.get("ratio") else 1.0}
+
+
+def census_kernel(spec, folder: Path, backend, timing, min_gain: float) -> dict:
+    """One kernel: all knob variants beside stock, then the fastest winner beside stock alone."""
+    if skipped := racy(spec, read_ptx(folder / "specs.json", spec)):
+        return skipped
+    variants, others = knob_variants(folder, spec)
+    row = compare_and_confirm(spec, variants, backend, timing, min_gain)
+    if "candidates" in row:
+        row["candidates"] = [{"action": v.actions[0], **r}
+                             for v, r in zip(variants[1:], row["candidates"], strict=True)] + others
+    return row
 
 
 def census_family(family: str, selected, measure, parts: Path, replay: bool, out_of_budget,

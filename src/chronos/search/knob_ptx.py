@@ -18,10 +18,8 @@ from chronos.kernels.spec import load_module, read_ptx
 from chronos.kernels.variant import Variant
 from chronos.measure.verdicts import FASTER, geomean
 from chronos.ptx import emit, parse
-from chronos.ptx.atomics import float_atomics
-from chronos.search.knob_census import knob_variants
+from chronos.search.knob_census import compare_and_confirm, knob_variants, racy
 from chronos.search.space import realize
-from chronos.search.timed import time_row
 from chronos.transforms import legal_actions
 
 
@@ -60,25 +58,16 @@ def contenders(spec, folder: Path, knob: str | None) -> list[Variant]:
 
 
 def joint_kernel(spec, folder: Path, knob: str | None, backend, timing, min_gain: float) -> dict:
-    racy = float_atomics(read_ptx(folder / "specs.json", spec))
-    if racy:
-        return {"kernel": spec.kernel, "error": f"skipped: float atomics ({', '.join(racy)})"}
-    variants = contenders(spec, folder, knob)
-    cmp = backend.compare(spec, variants, timing)
-    if not cmp.baseline.valid:
-        return {"kernel": spec.kernel, "error": f"stock invalid ({cmp.baseline.reason})"}
-    rows = [time_row(cmp, i, timing, min_gain) for i in range(1, len(variants))]
-    faster = [(r, v) for r, v in zip(rows, variants[1:], strict=True) if r["verdict"] == FASTER]
-    best = {"actions": [], "ratio": 1.0, "ci": None, "verdict": "none"}
-    if faster:
-        _, chosen = min(faster, key=lambda rv: rv[0]["ratio"])
-        again = backend.compare(spec, [variants[0], chosen], timing)
-        best = {k: v for k, v in time_row(again, 1, timing, min_gain).items()
-                if k in ("actions", "ratio", "ci", "verdict", "time_ms")}
-    confirmed = best["verdict"] == FASTER
-    return {"kernel": spec.kernel, "root": knob, "baseline_ms": cmp.time_ms(0)[0], "candidates": rows,
-            "best": best, "speedup": 1.0 / best["ratio"] if confirmed and best.get("ratio") else 1.0,
-            "ptx_on_top": confirmed and len(best["actions"]) > (knob is not None)}
+    """One kernel: stock, the root and the root with each legal v2 action, the fastest confirmed."""
+    if skipped := racy(spec, read_ptx(folder / "specs.json", spec)):
+        return skipped
+    row = compare_and_confirm(spec, contenders(spec, folder, knob), backend, timing, min_gain)
+    if "best" in row:
+        best = row["best"]
+        row = {"kernel": row["kernel"], "root": knob, "baseline_ms": row["baseline_ms"],
+               "candidates": row["candidates"], "best": best, "speedup": row["speedup"],
+               "ptx_on_top": best["verdict"] == FASTER and len(best["actions"]) > (knob is not None)}
+    return row
 
 
 def joint_summary(rows: list[dict]) -> dict:
