@@ -59,8 +59,8 @@ def _check(spec: KernelSpec, variants: list[Variant]) -> None:
     if not variants or variants[0].actions:
         raise MeasureError(f"{spec.kernel}: a comparison's first contender must be the baseline (no actions)")
     if variants[0].launch is not None:  # the worker runs its reference with the spec's geometry
-        raise MeasureError(f"{spec.kernel}: a comparison's baseline runs with its spec's launch geometry; give "
-                           "it no launch of its own")
+        raise MeasureError(f"{spec.kernel}: a comparison's baseline runs with its spec's launch geometry; "
+                           "give it no launch of its own")
 
 
 def replay_compare(backend: ReplaySide, spec: KernelSpec, variants: list[Variant],
