@@ -70,3 +70,17 @@ def test_a_baseline_with_its_own_launch_is_refused():
     wide = Variant(spec, gemm_tile_ptx(2, 2, 2), (), launch=Launch((256, 1, 1), 0))
     with pytest.raises(MeasureError, match=r"gemm_tile\(2,2,2\).*no launch of its own"):
         _check(spec, [wide])
+
+
+def test_a_block_size_variant_launches_on_its_own_grid_and_keys_it():
+    spec = gemm_tile_spec(2, 2, 2)
+    ptx = gemm_tile_ptx(2, 2, 2)
+    same_block = Launch(spec.block, spec.shared_bytes)
+    half = Launch(spec.block, spec.shared_bytes, (2 * spec.grid[0], spec.grid[1], spec.grid[2]))
+    a, b = Variant(spec, ptx, ("XBLOCK=2",), launch=same_block), Variant(spec, ptx, ("XBLOCK=2",), launch=half)
+    assert a.key != b.key  # the grid is part of the comparison's key
+    assert launched_as(spec, same_block).grid == spec.grid and launched_as(spec, half).grid == half.grid
+    drv = _Drv()
+    _Kernel(drv, b"cubin", launched_as(spec, half), False).launch([])
+    assert drv.func.calls == [(half.grid, spec.block, spec.shared_bytes)]
+    assert Launch.from_json(half.to_json()) == half and _cubin(encode_cubin("ab", b"", half))[2] == half

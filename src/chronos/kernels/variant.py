@@ -19,24 +19,30 @@ def sha256_text(text: str) -> str:
 @dataclass(frozen=True)
 class Launch:
     """A variant's own launch geometry, where it differs from its spec's: a Triton recompile with another
-    num_warps runs other threads per block and may need other shared memory (#28, action space v3)."""
+    num_warps runs other threads per block and may need other shared memory, one with another block size
+    (XBLOCK, R0_BLOCK...) another grid (#28, action space v3)."""
 
     block: tuple[int, int, int]
     shared_bytes: int
+    grid: tuple[int, int, int] | None = None
+    """None: the spec's grid."""
 
     def to_json(self) -> dict:
-        return {"block": list(self.block), "shared": self.shared_bytes}
+        d = {"block": list(self.block), "shared": self.shared_bytes}
+        return d if self.grid is None else {**d, "grid": list(self.grid)}
 
     @staticmethod
     def from_json(d: dict) -> Launch:
-        return Launch(tuple(int(b) for b in d["block"]), int(d["shared"]))
+        grid = tuple(int(g) for g in d["grid"]) if d.get("grid") else None
+        return Launch(tuple(int(b) for b in d["block"]), int(d["shared"]), grid)
 
 
 def launched_as(spec: KernelSpec, launch: Launch | None) -> KernelSpec:
     """The spec a variant is launched with: its own geometry over the spec's."""
     if launch is None:
         return spec
-    return replace(spec, block=launch.block, shared_bytes=launch.shared_bytes)
+    grid = spec.grid if launch.grid is None else launch.grid
+    return replace(spec, block=launch.block, shared_bytes=launch.shared_bytes, grid=grid)
 
 
 @dataclass(frozen=True)
@@ -67,7 +73,8 @@ class Variant:
         if self.launch is None:
             return self.ptx_sha256
         g = self.launch
-        return f"{self.ptx_sha256}@{'x'.join(map(str, g.block))}+{g.shared_bytes}"
+        key = f"{self.ptx_sha256}@{'x'.join(map(str, g.block))}+{g.shared_bytes}"
+        return key if g.grid is None else f"{key}/{'x'.join(map(str, g.grid))}"
 
     @property
     def kernel(self) -> str:

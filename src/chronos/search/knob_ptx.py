@@ -32,29 +32,34 @@ def knob_winner(knob_parts: Path, family: str, kernel: str) -> str | None:
     return best["actions"][0] if best.get("verdict") == FASTER and best.get("actions") else None
 
 
+def on_top(spec, root: Variant, module=None) -> list[Variant]:
+    """`root` with each legal single v2 action applied (its launch kept), one variant per distinct PTX
+    (`module`: root's PTX parsed, where the caller has it)."""
+    if module is None:
+        module = parse(root.ptx)
+        module.align_contract.update(spec.alignment)
+    out, seen = [], {root.key}
+    for action in legal_actions(module, space=V2):
+        m = realize(module, (action,))
+        if m is None:
+            continue
+        v = Variant(spec, emit(m), (*root.actions, action), launch=root.launch)
+        if v.key not in seen:
+            seen.add(v.key)
+            out.append(v)
+    return out
+
+
 def contenders(spec, folder: Path, knob: str | None) -> list[Variant]:
     """Stock, the root (the knob winner, or stock) and the root with each legal single v2 action."""
     specs_json = folder / "specs.json"
     stock = Variant(spec, read_ptx(specs_json, spec), ())
     if knob is None:
-        root, base_actions, launch, out = load_module(specs_json, spec), (), None, [stock]
-    else:
-        kv = next((v for v in knob_variants(folder, spec)[0] if v.actions == (knob,)), None)
-        if kv is None:
-            raise ChronosError(f"{spec.kernel}: the census's winner {knob} is not among its knob variants")
-        root = parse(kv.ptx)
-        root.align_contract.update(spec.alignment)
-        base_actions, launch, out = (knob,), kv.launch, [stock, kv]
-    seen = {v.key for v in out}
-    for action in legal_actions(root, space=V2):
-        module = realize(root, (action,))
-        if module is None:
-            continue
-        v = Variant(spec, emit(module), (*base_actions, action), launch=launch)
-        if v.key not in seen:
-            seen.add(v.key)
-            out.append(v)
-    return out
+        return [stock, *on_top(spec, stock, load_module(specs_json, spec))]
+    kv = next((v for v in knob_variants(folder, spec)[0] if v.actions == (knob,)), None)
+    if kv is None:
+        raise ChronosError(f"{spec.kernel}: the census's winner {knob} is not among its knob variants")
+    return [stock, kv, *on_top(spec, kv)]
 
 
 def joint_kernel(spec, folder: Path, knob: str | None, backend, timing, min_gain: float) -> dict:

@@ -1,6 +1,6 @@
-"""The shell that stages knob_census and knob_ptx share (not a stage itself): arguments, the backend,
-the per-kernel loop over the captured families (chronos.search.knob_census, chronos.search.knob_ptx) and the
-report."""
+"""The shell that stages knob_census, knob_ptx and knob_blocks share (not a stage itself): arguments, the
+backend, the per-kernel loop over the captured families (chronos.search.knob_census, .knob_ptx, .knob_blocks)
+and the report."""
 
 from __future__ import annotations
 
@@ -11,16 +11,22 @@ from pathlib import Path
 
 from chronos.measure.backend import ReplayBackend
 from chronos.search.headroom import selected
+from chronos.search.knob_blocks import blocks_kernel, blocks_summary, prior_winner
 from chronos.search.knob_census import census_family, census_kernel, knob_summary
 from chronos.search.knob_ptx import joint_kernel, joint_summary, knob_winner
 from chronos.stages.common import command_line, run_stage, write_json
 from chronos.stages.measuring import add_backend_arguments, open_backend
 
 
+SUMMARIES = {"knob_census": knob_summary, "knob_ptx": joint_summary, "knob_blocks": blocks_summary}
+
+
 def add_arguments(ap) -> None:
-    ap.add_argument("--section", choices=("knob_census", "knob_ptx"), default="knob_census")
+    ap.add_argument("--section", choices=tuple(SUMMARIES), default="knob_census")
     ap.add_argument("--knob-parts", type=Path, default=Path("data/knob_census"),
-                    help="(knob_ptx) the census's parts: each kernel's knob winner")
+                    help="(knob_ptx, knob_blocks) the census's parts: each kernel's knob winner")
+    ap.add_argument("--joint-parts", type=Path, default=Path("data/knob_ptx"),
+                    help="(knob_blocks) knob_ptx's parts: each kernel's earlier winner")
     ap.add_argument("--kernels", type=Path, default=Path("data/kernels"))
     ap.add_argument("--parts", type=Path, help="default data/<section>")
     ap.add_argument("--out", type=Path, help="default reports/<section>.json")
@@ -45,17 +51,21 @@ def run(args, cfg) -> int:
             if args.section == "knob_census":
                 def measure(spec, folder=folder):
                     return census_kernel(spec, folder, backend, timing, min_gain)
-            else:
+            elif args.section == "knob_ptx":
                 def measure(spec, folder=folder, family=family):
                     knob = knob_winner(args.knob_parts, family, spec.kernel)
                     return joint_kernel(spec, folder, knob, backend, timing, min_gain)
+            else:
+                def measure(spec, folder=folder, family=family):
+                    prior = prior_winner(spec, folder, args.knob_parts, args.joint_parts, family)
+                    return blocks_kernel(spec, folder, prior, backend, timing, min_gain)
             rows += census_family(family, selected(args.kernels, family, kcfg.per_family), measure,
                                   parts, replay, lambda: time.perf_counter() - t0 > budget,
                                   backend.provenance, args.section)
         prov = {**backend.provenance(), "command": command_line(args.section, args.argv[2:])}
     finally:
         backend.close()
-    summarize = knob_summary if args.section == "knob_census" else joint_summary
+    summarize = SUMMARIES[args.section]
     out = {"section": args.section, "provenance": prov,
            "params": {"families": list(kcfg.families), "per_family": kcfg.per_family,
                       "timing": timing.to_json()},
@@ -70,6 +80,6 @@ def run(args, cfg) -> int:
 
 
 def main(section: str, doc: str, argv: list[str] | None) -> int:
-    """Run the stage of `section` (knob_census or knob_ptx)."""
+    """Run the stage of `section` (knob_census, knob_ptx or knob_blocks)."""
     argv = sys.argv[1:] if argv is None else argv
     return run_stage(section, doc, add_arguments, run, ["--section", section, *argv])

@@ -1,0 +1,230 @@
+"""Build action space v3's block-size variants of the captured Inductor kernels (#28), on the GPU image
+(torch 2.11, Triton 3.6: the versions that captured them).
+
+    PYTHONUNBUFFERED=1 python3 scripts/make_block_variants.py --out /tmp/blocks [--workloads llama ...]
+
+Runs each workload once with fresh caches (as scripts/make_knob_variants.py does), finds in Inductor's cache
+the generated Python module of every captured kernel that has knob variants, loads it (Inductor's own
+autotuner object: the JIT function, its configs, its grid type) and compiles each of its configs until one
+remakes the committed stock PTX exactly (by PTX identity) — that is the stock config; a kernel none
+remakes gets no variants. Then every legal block move of that config (chronos.triton.blocks) is compiled,
+and its grid is Inductor's grid expression evaluated with each launch's numels (checked first: for the stock
+config it must give the captured grid). Writes, laid out as the repository holds them:
+data/kernels/captured/<w>/blocks.json, .../blocks/<stem>/<label>.ptx.gz and .../blocks/<stem>/source.py.gz
+(the kernel's Inductor source), with the provenance.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import copy
+import datetime
+import importlib.util
+import json
+import multiprocessing
+import os
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from make_knob_variants import cache_by_identity, gz, inductor_ptxas, run_workloads  # noqa: E402
+
+from chronos.config.workloads import NAMES  # noqa: E402
+from chronos.kernels.spec import read_ptx_file  # noqa: E402
+from chronos.triton.blocks import block_moves  # noqa: E402
+from chronos.triton.tuned_db import ptx_identity_sha256  # noqa: E402
+
+
+def inductor_sources(cache: Path) -> dict[str, list[Path]]:
+    """Kernel name -> the generated modules that define it (a kernel module holds one `@triton.jit` def; a
+    graph's wrapper holds its kernels' sources as strings and is left out)."""
+    out: dict[str, list[Path]] = {}
+    for path in sorted(cache.rglob("*.py")):
+        text = path.read_text(errors="replace")
+        if "async_compile.triton(" in text or "@triton.jit" not in text:
+            continue
+        for name in re.findall(r"^@triton\.jit\s*\ndef\s+(\w+)\s*\(", text, re.MULTILINE):
+            out.setdefault(name, []).append(path)
+    return out
+
+
+def init_worker(ptxas: str | None, scratch: str) -> None:
+    if ptxas:
+        os.environ["TRITON_PTXAS_PATH"] = ptxas
+    os.environ["TRITON_CACHE_DIR"] = os.path.join(scratch, f"compile-{os.getpid()}")
+
+
+def load_tuner(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(f"chronos_blocks_{path.stem}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return getattr(mod, name)
+
+
+def compile_config(tuner, cfg):
+    """Inductor's own compile of one config (CachingAutotuner._precompile_config without its launcher)."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    meta = tuner._create_compile_meta(cfg)
+    src = ASTSource(tuner.fn, meta["signature"], meta["constants"], meta["configs"][0])
+    target = GPUTarget(meta["device_type"], meta["cc"], tuner.device_props.warp_size_or_default)
+    k = triton.compile(src, target=target, options=tuner._create_compile_options(cfg, meta))
+    return k.asm["ptx"], int(k.metadata.num_warps), int(k.metadata.shared), meta
+
+
+def grid_for(tuner, cfg, meta: dict, args: list[dict]) -> tuple[int, int, int]:
+    """Inductor's grid for `cfg`, its numels read from the launch's scalar arguments (the kernel's
+    parameters in order: its non-constexpr, non-constant arguments)."""
+    from torch._inductor.runtime.triton_heuristics import GridExpr
+
+    params = [n for n, t in meta["signature"].items() if t != "constexpr" and n not in meta["constants"]]
+    scope = {n: a["value"] for n, a in zip(params, args, strict=False) if a.get("kind") == "scalar"}
+    scope.update({k: v for k, v in meta["constants"].items() if isinstance(v, int)})
+    return tuple(int(g) for g in GridExpr.from_meta(tuner.inductor_meta, cfg).eval_slow(scope))
+
+
+def _err(e: Exception) -> str:
+    return f"{type(e).__name__}: {' '.join(str(e).split())[:300]}"
+
+
+def build(job: tuple) -> dict:
+    """One kernel in a worker process: its stock config, then each block move's PTX and grids."""
+    paths, name, ident, launches = job
+    tuner, stock, errors = None, None, []
+    for path in paths:
+        try:
+            t = load_tuner(Path(path), name)
+            for cfg in t.configs:
+                ptx, _, _, meta = compile_config(t, cfg)
+                if ptx_identity_sha256(ptx) == ident:
+                    tuner, stock, source = t, (cfg, meta), path
+                    break
+        except Exception as e:  # noqa: BLE001 - a module that does not load or compile is said, not fatal
+            errors.append(f"{Path(path).name}: {_err(e)}")
+        if tuner is not None:
+            break
+    if tuner is None:
+        return {"error": "no config of its Inductor source remade the stock PTX", "tried": errors[:4]}
+    cfg, meta = stock
+    out = {"source": source, "source_text": tuner.fn.src, "variants": [], "grid_checks": {},
+           "stock_config": {"kwargs": dict(cfg.kwargs), "num_warps": cfg.num_warps,
+                            "num_stages": cfg.num_stages},
+           "heuristic": str(getattr(tuner, "heuristic_type", ""))}
+    for kernel, (args, grid) in launches.items():
+        try:
+            got = grid_for(tuner, cfg, meta, args)
+        except Exception as e:  # noqa: BLE001
+            got = _err(e)
+        out["grid_checks"][kernel] = got == tuple(grid) or f"stock config gives {got}, captured {grid}"
+    persistent = "PERSISTENT" in out["heuristic"].upper() or name.startswith("triton_per_")
+    for move in block_moves(dict(cfg.kwargs), cfg.num_warps, tuner.fn.src, persistent):
+        moved = copy.copy(cfg)
+        moved.kwargs, moved.num_warps = dict(move.kwargs), move.num_warps
+        v = {"label": move.label, "kwargs": move.kwargs, "num_warps": move.num_warps}
+        try:
+            ptx, warps, shared, vmeta = compile_config(tuner, moved)
+        except Exception as e:  # noqa: BLE001 - a move Triton cannot compile is a result, said as it is
+            out["variants"].append({**v, "error": _err(e)})
+            continue
+        if ptx_identity_sha256(ptx) == ident:
+            out["variants"].append({**v, "same_as_stock": True})
+            continue
+        grids = {}
+        for kernel, (args, _) in launches.items():
+            if out["grid_checks"][kernel] is True:
+                grids[kernel] = list(grid_for(tuner, moved, vmeta, args))
+        out["variants"].append({**v, "ptx_text": ptx, "num_warps": warps, "shared": shared, "grids": grids})
+    return out
+
+
+def workload_jobs(w: str, found: dict, sources: dict) -> tuple[dict, list]:
+    folder = ROOT / "data/kernels/captured" / w
+    knobs = json.loads((folder / "knobs.json").read_text())["kernels"]
+    specs = json.loads((folder / "specs.json").read_text())
+    entries, jobs = {}, []
+    for stock_file, k in sorted(knobs.items()):
+        if not k.get("remade_stock"):
+            continue
+        ident = ptx_identity_sha256(read_ptx_file(folder / stock_file))
+        hit = found.get(ident)
+        name = hit[1]["name"] if hit else None
+        if name is None or name not in sources:
+            entries[stock_file] = {"error": "its Inductor module is not in this run's cache"}
+            continue
+        launches = {s["kernel"]: (s["args"], s["grid"]) for s in specs if s["ptx"] == stock_file}
+        entries[stock_file] = {"stem": k["stem"]}
+        jobs.append((w, stock_file, ([str(p) for p in sources[name]], name, ident, launches)))
+    return entries, jobs
+
+
+def record(folder: Path, e: dict, res: dict) -> None:
+    """The worker's result into the manifest entry, PTX and source into their files."""
+    if "error" in res:
+        e.update(error=res["error"], tried=res.get("tried", []))
+        return
+    stem = e["stem"]
+    e.update(source=f"blocks/{stem}/source.py.gz", stock_config=res["stock_config"],
+             heuristic=res["heuristic"], grid_checks=res["grid_checks"], remade_stock=True, variants=[])
+    gz(folder / e["source"], res["source_text"])
+    for v in res["variants"]:
+        if "ptx_text" in v:
+            rel = f"blocks/{stem}/{v['label'].replace(',', '+')}.ptx.gz"
+            gz(folder / rel, v.pop("ptx_text"))
+            v["ptx"] = rel
+        e["variants"].append(v)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--workloads", nargs="*", default=list(NAMES))
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 4)
+    p.add_argument("--scratch", type=Path, default=Path("/tmp/chronos-blocks"))
+    args = p.parse_args()
+    logs = args.scratch / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    codes = run_workloads(args.workloads, args.scratch, logs)
+    print("workloads:", codes, flush=True)
+    import torch
+    import triton
+
+    prov = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+            "torch": torch.__version__, "triton": triton.__version__, "workload_exit": codes,
+            "command": " ".join(sys.argv), "ptxas": inductor_ptxas()}
+    manifests, jobs = {}, []
+    for w in args.workloads:
+        found = cache_by_identity(args.scratch / f"triton-{w}")
+        entries, js = workload_jobs(w, found, inductor_sources(args.scratch / f"inductor-{w}"))
+        manifests[w] = entries
+        jobs += js
+    print(f"{len(jobs)} kernels on {args.jobs} processes", flush=True)
+    with cf.ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn"),
+                                initializer=init_worker, initargs=(prov["ptxas"], str(args.scratch))) as ex:
+        futures = {ex.submit(build, j[2]): j for j in jobs}
+        for fut in cf.as_completed(futures):
+            w, stock_file, _ = futures[fut]
+            try:
+                res = fut.result()
+            except Exception as e:  # noqa: BLE001 - a worker that died is said for its kernel
+                res = {"error": f"worker: {_err(e)}"}
+            record(args.out / "data/kernels/captured" / w, manifests[w][stock_file], res)
+    for w, entries in manifests.items():
+        folder = args.out / "data/kernels/captured" / w
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "blocks.json").write_text(json.dumps({"provenance": prov, "kernels": entries}, indent=1,
+                                                       sort_keys=True) + "\n")
+        n = sum(1 for e in entries.values() if e.get("remade_stock"))
+        nv = sum(1 for e in entries.values() for v in e.get("variants", []) if "ptx" in v)
+        print(f"{w}: {len(entries)} kernels, {n} stock configs found, {nv} block variants", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

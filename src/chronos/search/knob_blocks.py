@@ -1,0 +1,131 @@
+"""The joint space's second step (#28): block sizes (XBLOCK, YBLOCK, R0_BLOCK...) of each Inductor kernel's
+config beside the first step's winner, then the v2 PTX actions on top of a block winner.
+
+Per kernel, one side-by-side comparison holds stock, every block variant (each with its own grid, block and
+shared memory; chronos.triton.blocks, compiled by scripts/make_block_variants.py) and the knob_ptx step's
+confirmed winner, all verified bit-exactly against stock. Where a block variant is the fastest winner, a
+second comparison holds stock, that variant, it with each legal single v2 action, and the earlier winner;
+the fastest winner of the last comparison is judged again beside stock alone. The kernel's v3 speedup is
+that confirmed ratio's inverse (1.0 where nothing won): knobs, block sizes and PTX actions together, stock
+as the reference.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from chronos.errors import ChronosError
+from chronos.kernels.spec import read_ptx, read_ptx_file
+from chronos.kernels.variant import Launch, Variant
+from chronos.measure.verdicts import FASTER, geomean
+from chronos.search.knob_census import compare_and_confirm, racy
+from chronos.search.knob_ptx import contenders, on_top
+from chronos.search.timed import time_row
+
+MANIFEST = "blocks.json"
+
+
+def block_variants(folder: Path, spec) -> tuple[list[Variant], list[dict]]:
+    """The kernel's block variants that launch for this spec (their grid evaluated for its numels), and the
+    moves that gave no variant as rows of their own (same PTX as stock, a compile error, no grid)."""
+    manifest = folder / MANIFEST
+    if not manifest.is_file():
+        raise ChronosError(f"{spec.kernel}: no {manifest} (make it on a GPU image: "
+                           "scripts/make_block_variants.py)")
+    entry = json.loads(manifest.read_text())["kernels"].get(spec.ptx) or {}
+    if not entry.get("remade_stock"):
+        return [], [{"action": "blocks", "valid": False, "reason": "no_stock_config",
+                     "log": entry.get("error", "not in the manifest")}]
+    out, others = [], []
+    for v in entry["variants"]:
+        grid = (v.get("grids") or {}).get(spec.kernel)
+        if "ptx" not in v or grid is None:
+            reason = ("same_as_stock" if v.get("same_as_stock") else "compile_error" if "error" in v
+                      else "no_grid")
+            others.append({"action": v["label"], "valid": False, "reason": reason,
+                           **({"log": v["error"]} if "error" in v else {})})
+            continue
+        launch = Launch((32 * v["num_warps"], 1, 1), v["shared"], tuple(grid))
+        out.append(Variant(spec, read_ptx_file(folder / v["ptx"]), (v["label"],), launch=launch))
+    return out, others
+
+
+def prior_winner(spec, folder: Path, knob_parts: Path, joint_parts: Path, family: str) -> Variant | None:
+    """The knob_ptx step's confirmed winner for this kernel, rebuilt from its actions (None where nothing
+    won there or it was not measured)."""
+    part = joint_parts / family / f"{spec.kernel}.json"
+    if not part.is_file():
+        return None
+    row = json.loads(part.read_text())
+    best = row.get("best") or {}
+    if best.get("verdict") != FASTER:
+        return None
+    want = tuple(best["actions"])
+    found = next((v for v in contenders(spec, folder, row.get("root")) if v.actions == want), None)
+    if found is None:
+        raise ChronosError(f"{spec.kernel}: knob_ptx's winner {'+'.join(want)} cannot be rebuilt")
+    return found
+
+
+def blocks_kernel(spec, folder: Path, prior: Variant | None, backend, timing, min_gain: float) -> dict:
+    """One kernel: stock, its block variants and the prior winner side by side; PTX actions on top of a
+    block winner; the fastest confirmed beside stock alone."""
+    stock_ptx = read_ptx(folder / "specs.json", spec)
+    if skipped := racy(spec, stock_ptx):
+        return skipped
+    stock = Variant(spec, stock_ptx, ())
+    blocks, others = block_variants(folder, spec)
+    first = [stock, *blocks, *([prior] if prior is not None else [])]
+    if len(first) == 1:
+        return {"kernel": spec.kernel, "error": "no block variant and no earlier winner",
+                "candidates": others}
+    cmp = backend.compare(spec, first, timing)
+    if not cmp.baseline.valid:
+        return {"kernel": spec.kernel, "error": f"stock invalid ({cmp.baseline.reason})"}
+    rows = [{"action": "+".join(v.actions), **time_row(cmp, i, timing, min_gain)}
+            for i, v in enumerate(first[1:], 1)]
+    faster = [(r["ratio"], v) for r, v in zip(rows, first[1:], strict=True) if r["verdict"] == FASTER]
+    root = min(faster, key=lambda rv: rv[0])[1] if faster else None
+    if root is None:
+        best = {"actions": [], "ratio": 1.0, "ci": None, "verdict": "none"}
+        return {"kernel": spec.kernel, "baseline_ms": cmp.time_ms(0)[0], "root": None, "blocks": rows + others,
+                "best": best, "speedup": 1.0, "block_root": False, "ptx_on_top": False}
+    block_root = root in blocks
+    second = [stock, root, *(on_top(spec, root) if block_root else []),
+              *([prior] if block_root and prior is not None else [])]
+    row = compare_and_confirm(spec, second, backend, timing, min_gain)
+    if "best" not in row:
+        return row
+    best = row["best"]
+    won = best["verdict"] == FASTER
+    return {"kernel": spec.kernel, "baseline_ms": row["baseline_ms"], "root": list(root.actions),
+            "blocks": rows + others, "candidates": row["candidates"], "best": best, "speedup": row["speedup"],
+            "block_root": won and block_root and best["actions"][:1] == list(root.actions),
+            "ptx_on_top": won and block_root and len(best["actions"]) > 1}
+
+
+def blocks_summary(rows: list[dict]) -> dict:
+    """Counts, the geomean of the confirmed v3 speedups (1.0 where none), how many winners start from a
+    block variant and hold a PTX action on top, and per block knob how many variants kept stock's bits."""
+    done = [r for r in rows if "best" in r]
+    per: dict[str, dict] = {}
+    for r in done:
+        for c in r["blocks"]:
+            if c.get("reason") in ("same_as_stock", "compile_error", "no_grid", "no_stock_config") or \
+                    "BLOCK" not in c["action"]:
+                continue
+            s = per.setdefault(c["action"].split("=")[0], {"variant": 0, "exact": 0, "faster": 0})
+            s["variant"] += 1
+            s["exact"] += bool(c["valid"])
+            s["faster"] += c.get("verdict") == FASTER
+    for s in per.values():
+        s["exact_share"] = s["exact"] / s["variant"] if s["variant"] else None
+    n = sum(s["variant"] for s in per.values())
+    return {"kernels": len(rows), "measured": len(done),
+            "faster": sum(r["best"]["verdict"] == FASTER for r in done),
+            "time_geomean": geomean([r["speedup"] for r in done]) if done else None,
+            "block_root": sum(bool(r["block_root"]) for r in done),
+            "ptx_on_top": sum(bool(r["ptx_on_top"]) for r in done),
+            "exact_share": sum(s["exact"] for s in per.values()) / n if n else None,
+            "blocks": dict(sorted(per.items()))}
