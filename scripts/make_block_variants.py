@@ -31,12 +31,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from make_knob_variants import cache_by_identity, gz, inductor_ptxas, run_workloads  # noqa: E402
+from make_knob_variants import cache_by_identity, gz, inductor_ptxas, run_workloads
 
-from chronos.config.workloads import NAMES  # noqa: E402
-from chronos.kernels.spec import read_ptx_file  # noqa: E402
-from chronos.triton.blocks import block_moves  # noqa: E402
-from chronos.triton.tuned_db import ptx_identity_sha256  # noqa: E402
+from chronos.config.workloads import NAMES
+from chronos.kernels.spec import read_ptx_file
+from chronos.triton.blocks import block_moves
+from chronos.triton.tuned_db import ptx_identity_sha256
 
 
 def inductor_sources(cache: Path) -> dict[str, list[Path]]:
@@ -93,26 +93,46 @@ def _err(e: Exception) -> str:
     return f"{type(e).__name__}: {' '.join(str(e).split())[:300]}"
 
 
-def build(job: tuple) -> dict:
-    """One kernel in a worker process: its stock config, then each block move's PTX and grids."""
-    paths, name, ident, launches = job
-    tuner, stock, errors = None, None, []
+def find_stock(paths: list[str], name: str, ident: str):
+    """(autotuner, stock config, its compile meta, module path) of the first module and config that remake
+    the stock PTX, or (None, errors)."""
+    errors = []
     for path in paths:
         try:
             t = load_tuner(Path(path), name)
             for cfg in t.configs:
                 ptx, _, _, meta = compile_config(t, cfg)
                 if ptx_identity_sha256(ptx) == ident:
-                    tuner, stock, source = t, (cfg, meta), path
-                    break
+                    return (t, cfg, meta, path), errors
         except Exception as e:  # noqa: BLE001 - a module that does not load or compile is said, not fatal
             errors.append(f"{Path(path).name}: {_err(e)}")
-        if tuner is not None:
-            break
-    if tuner is None:
+    return None, errors
+
+
+def build_move(tuner, cfg, move, ident: str, launches: dict, grid_ok: dict) -> dict:
+    """One block move compiled: its PTX, launch numbers and a grid per launch whose stock grid checked."""
+    moved = copy.copy(cfg)
+    moved.kwargs, moved.num_warps = dict(move.kwargs), move.num_warps
+    v = {"label": move.label, "kwargs": move.kwargs, "num_warps": move.num_warps}
+    try:
+        ptx, warps, shared, meta = compile_config(tuner, moved)
+    except Exception as e:  # noqa: BLE001 - a move Triton cannot compile is a result, said as it is
+        return {**v, "error": _err(e)}
+    if ptx_identity_sha256(ptx) == ident:
+        return {**v, "same_as_stock": True}
+    grids = {k: list(grid_for(tuner, moved, meta, args))
+             for k, (args, _) in launches.items() if grid_ok[k] is True}
+    return {**v, "ptx_text": ptx, "num_warps": warps, "shared": shared, "grids": grids}
+
+
+def build(job: tuple) -> dict:
+    """One kernel in a worker process: its stock config, then each block move's PTX and grids."""
+    paths, name, ident, launches = job
+    found, errors = find_stock(paths, name, ident)
+    if found is None:
         return {"error": "no config of its Inductor source remade the stock PTX", "tried": errors[:4]}
-    cfg, meta = stock
-    out = {"source": source, "source_text": tuner.fn.src, "variants": [], "grid_checks": {},
+    tuner, cfg, meta, source = found
+    out = {"source": source, "source_text": tuner.fn.src, "grid_checks": {},
            "stock_config": {"kwargs": dict(cfg.kwargs), "num_warps": cfg.num_warps,
                             "num_stages": cfg.num_stages},
            "heuristic": str(getattr(tuner, "heuristic_type", ""))}
@@ -123,23 +143,8 @@ def build(job: tuple) -> dict:
             got = _err(e)
         out["grid_checks"][kernel] = got == tuple(grid) or f"stock config gives {got}, captured {grid}"
     persistent = "PERSISTENT" in out["heuristic"].upper() or name.startswith("triton_per_")
-    for move in block_moves(dict(cfg.kwargs), cfg.num_warps, tuner.fn.src, persistent):
-        moved = copy.copy(cfg)
-        moved.kwargs, moved.num_warps = dict(move.kwargs), move.num_warps
-        v = {"label": move.label, "kwargs": move.kwargs, "num_warps": move.num_warps}
-        try:
-            ptx, warps, shared, vmeta = compile_config(tuner, moved)
-        except Exception as e:  # noqa: BLE001 - a move Triton cannot compile is a result, said as it is
-            out["variants"].append({**v, "error": _err(e)})
-            continue
-        if ptx_identity_sha256(ptx) == ident:
-            out["variants"].append({**v, "same_as_stock": True})
-            continue
-        grids = {}
-        for kernel, (args, _) in launches.items():
-            if out["grid_checks"][kernel] is True:
-                grids[kernel] = list(grid_for(tuner, moved, vmeta, args))
-        out["variants"].append({**v, "ptx_text": ptx, "num_warps": warps, "shared": shared, "grids": grids})
+    moves = block_moves(dict(cfg.kwargs), cfg.num_warps, tuner.fn.src, persistent)
+    out["variants"] = [build_move(tuner, cfg, m, ident, launches, out["grid_checks"]) for m in moves]
     return out
 
 

@@ -77,7 +77,8 @@ def test_a_block_size_variant_launches_on_its_own_grid_and_keys_it():
     ptx = gemm_tile_ptx(2, 2, 2)
     same_block = Launch(spec.block, spec.shared_bytes)
     half = Launch(spec.block, spec.shared_bytes, (2 * spec.grid[0], spec.grid[1], spec.grid[2]))
-    a, b = Variant(spec, ptx, ("XBLOCK=2",), launch=same_block), Variant(spec, ptx, ("XBLOCK=2",), launch=half)
+    a = Variant(spec, ptx, ("XBLOCK=2",), launch=same_block)
+    b = Variant(spec, ptx, ("XBLOCK=2",), launch=half)
     assert a.key != b.key  # the grid is part of the comparison's key
     assert launched_as(spec, same_block).grid == spec.grid and launched_as(spec, half).grid == half.grid
     drv = _Drv()

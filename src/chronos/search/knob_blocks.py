@@ -89,8 +89,9 @@ def blocks_kernel(spec, folder: Path, prior: Variant | None, backend, timing, mi
     root = min(faster, key=lambda rv: rv[0])[1] if faster else None
     if root is None:
         best = {"actions": [], "ratio": 1.0, "ci": None, "verdict": "none"}
-        return {"kernel": spec.kernel, "baseline_ms": cmp.time_ms(0)[0], "root": None, "blocks": rows + others,
-                "best": best, "speedup": 1.0, "block_root": False, "ptx_on_top": False}
+        return {"kernel": spec.kernel, "baseline_ms": cmp.time_ms(0)[0], "root": None,
+                "blocks": rows + others, "best": best, "speedup": 1.0, "block_root": False,
+                "ptx_on_top": False}
     block_root = root in blocks
     second = [stock, root, *(on_top(spec, root) if block_root else []),
               *([prior] if block_root and prior is not None else [])]

@@ -1,5 +1,5 @@
-"""Stage `knob_blocks` (#28): block sizes (XBLOCK, R0_BLOCK...) of each captured Inductor kernel's config beside
-the knob_ptx step's winner, then the v2 PTX actions on top of a block winner, beside stock, the fastest
+"""Stage `knob_blocks` (#28): block sizes (XBLOCK, R0_BLOCK...) of each captured Inductor kernel's config
+beside the knob_ptx step's winner, then the v2 PTX actions on top of a block winner, beside stock, the fastest
 confirmed alone (chronos.search.knob_blocks); stage knob_census's section of that name.
 
     python -m chronos.stages.knob_blocks --params params.yaml --kernels data/kernels \

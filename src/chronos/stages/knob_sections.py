@@ -17,7 +17,6 @@ from chronos.search.knob_ptx import joint_kernel, joint_summary, knob_winner
 from chronos.stages.common import command_line, run_stage, write_json
 from chronos.stages.measuring import add_backend_arguments, open_backend
 
-
 SUMMARIES = {"knob_census": knob_summary, "knob_ptx": joint_summary, "knob_blocks": blocks_summary}
 
 
