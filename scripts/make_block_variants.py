@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures as cf
-import copy
 import datetime
-import importlib.util
 import json
 import multiprocessing
 import os
@@ -35,7 +33,7 @@ from make_knob_variants import cache_by_identity, gz, inductor_ptxas, run_worklo
 
 from chronos.config.workloads import NAMES
 from chronos.kernels.spec import read_ptx_file
-from chronos.triton.blocks import block_moves
+from chronos.triton.inductor_source import build_kernel, error_text
 from chronos.triton.tuned_db import ptx_identity_sha256
 
 
@@ -56,96 +54,6 @@ def init_worker(ptxas: str | None, scratch: str) -> None:
     if ptxas:
         os.environ["TRITON_PTXAS_PATH"] = ptxas
     os.environ["TRITON_CACHE_DIR"] = os.path.join(scratch, f"compile-{os.getpid()}")
-
-
-def load_tuner(path: Path, name: str):
-    spec = importlib.util.spec_from_file_location(f"chronos_blocks_{path.stem}", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return getattr(mod, name)
-
-
-def compile_config(tuner, cfg):
-    """Inductor's own compile of one config (CachingAutotuner._precompile_config without its launcher)."""
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-
-    meta = tuner._create_compile_meta(cfg)
-    src = ASTSource(tuner.fn, meta["signature"], meta["constants"], meta["configs"][0])
-    target = GPUTarget(meta["device_type"], meta["cc"], tuner.device_props.warp_size_or_default)
-    k = triton.compile(src, target=target, options=tuner._create_compile_options(cfg, meta))
-    return k.asm["ptx"], int(k.metadata.num_warps), int(k.metadata.shared), meta
-
-
-def grid_for(tuner, cfg, meta: dict, args: list[dict]) -> tuple[int, int, int]:
-    """Inductor's grid for `cfg`, its numels read from the launch's scalar arguments (the kernel's
-    parameters in order: its non-constexpr, non-constant arguments)."""
-    from torch._inductor.runtime.triton_heuristics import GridExpr
-
-    params = [n for n, t in meta["signature"].items() if t != "constexpr" and n not in meta["constants"]]
-    scope = {n: a["value"] for n, a in zip(params, args, strict=False) if a.get("kind") == "scalar"}
-    scope.update({k: v for k, v in meta["constants"].items() if isinstance(v, int)})
-    return tuple(int(g) for g in GridExpr.from_meta(tuner.inductor_meta, cfg).eval_slow(scope))
-
-
-def _err(e: Exception) -> str:
-    return f"{type(e).__name__}: {' '.join(str(e).split())[:300]}"
-
-
-def find_stock(paths: list[str], name: str, ident: str):
-    """(autotuner, stock config, its compile meta, module path) of the first module and config that remake
-    the stock PTX, or (None, errors)."""
-    errors = []
-    for path in paths:
-        try:
-            t = load_tuner(Path(path), name)
-            for cfg in t.configs:
-                ptx, _, _, meta = compile_config(t, cfg)
-                if ptx_identity_sha256(ptx) == ident:
-                    return (t, cfg, meta, path), errors
-        except Exception as e:  # noqa: BLE001 - a module that does not load or compile is said, not fatal
-            errors.append(f"{Path(path).name}: {_err(e)}")
-    return None, errors
-
-
-def build_move(tuner, cfg, move, ident: str, launches: dict, grid_ok: dict) -> dict:
-    """One block move compiled: its PTX, launch numbers and a grid per launch whose stock grid checked."""
-    moved = copy.copy(cfg)
-    moved.kwargs, moved.num_warps = dict(move.kwargs), move.num_warps
-    v = {"label": move.label, "kwargs": move.kwargs, "num_warps": move.num_warps}
-    try:
-        ptx, warps, shared, meta = compile_config(tuner, moved)
-    except Exception as e:  # noqa: BLE001 - a move Triton cannot compile is a result, said as it is
-        return {**v, "error": _err(e)}
-    if ptx_identity_sha256(ptx) == ident:
-        return {**v, "same_as_stock": True}
-    grids = {k: list(grid_for(tuner, moved, meta, args))
-             for k, (args, _) in launches.items() if grid_ok[k] is True}
-    return {**v, "ptx_text": ptx, "num_warps": warps, "shared": shared, "grids": grids}
-
-
-def build(job: tuple) -> dict:
-    """One kernel in a worker process: its stock config, then each block move's PTX and grids."""
-    paths, name, ident, launches = job
-    found, errors = find_stock(paths, name, ident)
-    if found is None:
-        return {"error": "no config of its Inductor source remade the stock PTX", "tried": errors[:4]}
-    tuner, cfg, meta, source = found
-    out = {"source": source, "source_text": tuner.fn.src, "grid_checks": {},
-           "stock_config": {"kwargs": dict(cfg.kwargs), "num_warps": cfg.num_warps,
-                            "num_stages": cfg.num_stages},
-           "heuristic": str(getattr(tuner, "heuristic_type", ""))}
-    for kernel, (args, grid) in launches.items():
-        try:
-            got = grid_for(tuner, cfg, meta, args)
-        except Exception as e:  # noqa: BLE001
-            got = _err(e)
-        out["grid_checks"][kernel] = got == tuple(grid) or f"stock config gives {got}, captured {grid}"
-    persistent = "PERSISTENT" in out["heuristic"].upper() or name.startswith("triton_per_")
-    moves = block_moves(dict(cfg.kwargs), cfg.num_warps, tuner.fn.src, persistent)
-    out["variants"] = [build_move(tuner, cfg, m, ident, launches, out["grid_checks"]) for m in moves]
-    return out
 
 
 def workload_jobs(w: str, found: dict, sources: dict) -> tuple[dict, list]:
@@ -212,13 +120,13 @@ def main() -> int:
     print(f"{len(jobs)} kernels on {args.jobs} processes", flush=True)
     with cf.ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn"),
                                 initializer=init_worker, initargs=(prov["ptxas"], str(args.scratch))) as ex:
-        futures = {ex.submit(build, j[2]): j for j in jobs}
+        futures = {ex.submit(build_kernel, *j[2]): j for j in jobs}
         for fut in cf.as_completed(futures):
             w, stock_file, _ = futures[fut]
             try:
                 res = fut.result()
             except Exception as e:  # noqa: BLE001 - a worker that died is said for its kernel
-                res = {"error": f"worker: {_err(e)}"}
+                res = {"error": f"worker: {error_text(e)}"}
             record(args.out / "data/kernels/captured" / w, manifests[w][stock_file], res)
     for w, entries in manifests.items():
         folder = args.out / "data/kernels/captured" / w

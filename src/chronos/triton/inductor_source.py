@@ -1,0 +1,112 @@
+"""An Inductor kernel recompiled from its generated Python module with another config (#28, action space v3:
+block sizes): Inductor's own autotuner object (the JIT function, its configs, its grid type) is loaded from
+the module, each of its configs compiled the way Inductor compiles it until one remakes the captured stock
+PTX (that is the stock config), then each legal block move (chronos.triton.blocks), with its grid from
+Inductor's grid expression for each launch's numels (checked first: for the stock config it must give the
+captured grid). scripts/make_block_variants.py runs it over the captured workloads.
+
+Needs torch (Inductor's runtime) and Triton; no GPU (the target is the module's). The versions decide the PTX:
+the stock is only remade under the ones that captured it.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+from pathlib import Path
+
+from chronos.triton.blocks import block_moves
+from chronos.triton.tuned_db import ptx_identity_sha256
+
+
+def error_text(e: Exception) -> str:
+    return f"{type(e).__name__}: {' '.join(str(e).split())[:300]}"
+
+
+def load_tuner(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(f"chronos_blocks_{path.stem}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return getattr(mod, name)
+
+
+def compile_config(tuner, cfg):
+    """Inductor's own compile of one config (CachingAutotuner._precompile_config without its launcher)."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    meta = tuner._create_compile_meta(cfg)
+    src = ASTSource(tuner.fn, meta["signature"], meta["constants"], meta["configs"][0])
+    target = GPUTarget(meta["device_type"], meta["cc"], tuner.device_props.warp_size_or_default)
+    k = triton.compile(src, target=target, options=tuner._create_compile_options(cfg, meta))
+    return k.asm["ptx"], int(k.metadata.num_warps), int(k.metadata.shared), meta
+
+
+def grid_for(tuner, cfg, meta: dict, args: list[dict]) -> tuple[int, int, int]:
+    """Inductor's grid for `cfg`, its numels read from the launch's scalar arguments (the kernel's
+    parameters in order: its non-constexpr, non-constant arguments)."""
+    from torch._inductor.runtime.triton_heuristics import GridExpr
+
+    params = [n for n, t in meta["signature"].items() if t != "constexpr" and n not in meta["constants"]]
+    scope = {n: a["value"] for n, a in zip(params, args, strict=False) if a.get("kind") == "scalar"}
+    scope.update({k: v for k, v in meta["constants"].items() if isinstance(v, int)})
+    return tuple(int(g) for g in GridExpr.from_meta(tuner.inductor_meta, cfg).eval_slow(scope))
+
+
+def find_stock(paths: list[str], name: str, ident: str):
+    """(autotuner, stock config, its compile meta, module path) of the first module and config that remake
+    the stock PTX, or (None, errors)."""
+    errors = []
+    for path in paths:
+        try:
+            t = load_tuner(Path(path), name)
+            for cfg in t.configs:
+                ptx, _, _, meta = compile_config(t, cfg)
+                if ptx_identity_sha256(ptx) == ident:
+                    return (t, cfg, meta, path), errors
+        except Exception as e:  # noqa: BLE001 - a module that does not load or compile is said, not fatal
+            errors.append(f"{Path(path).name}: {error_text(e)}")
+    return None, errors
+
+
+def build_move(tuner, cfg, move, ident: str, launches: dict, grid_ok: dict) -> dict:
+    """One block move compiled: its PTX, launch numbers and a grid per launch whose stock grid checked."""
+    moved = copy.copy(cfg)
+    moved.kwargs, moved.num_warps = dict(move.kwargs), move.num_warps
+    v = {"label": move.label, "kwargs": move.kwargs, "num_warps": move.num_warps}
+    try:
+        ptx, warps, shared, meta = compile_config(tuner, moved)
+    except Exception as e:  # noqa: BLE001 - a move Triton cannot compile is a result, said as it is
+        return {**v, "error": error_text(e)}
+    if ptx_identity_sha256(ptx) == ident:
+        return {**v, "same_as_stock": True}
+    grids = {k: list(grid_for(tuner, moved, meta, args))
+             for k, (args, _) in launches.items() if grid_ok[k] is True}
+    return {**v, "ptx_text": ptx, "num_warps": warps, "shared": shared, "grids": grids}
+
+
+def build_kernel(paths: list[str], name: str, ident: str, launches: dict) -> dict:
+    """One kernel: its stock config (the first of the modules `paths` and its configs whose PTX has identity
+    `ident`), then each block move's PTX and a grid per launch (`launches`: spec name -> (arguments as
+    specs.json lists them, captured grid)); or {"error": ...}."""
+    found, errors = find_stock(paths, name, ident)
+    if found is None:
+        return {"error": "no config of its Inductor source remade the stock PTX", "tried": errors[:4]}
+    tuner, cfg, meta, source = found
+    out = {"source": source, "source_text": tuner.fn.src, "grid_checks": {},
+           "stock_config": {"kwargs": dict(cfg.kwargs), "num_warps": cfg.num_warps,
+                            "num_stages": cfg.num_stages},
+           "heuristic": str(getattr(tuner, "heuristic_type", ""))}
+    for kernel, (args, grid) in launches.items():
+        try:
+            got = grid_for(tuner, cfg, meta, args)
+        except Exception as e:  # noqa: BLE001
+            got = error_text(e)
+        out["grid_checks"][kernel] = got == tuple(grid) or f"stock config gives {got}, captured {grid}"
+    persistent = "PERSISTENT" in out["heuristic"].upper() or name.startswith("triton_per_")
+    moves = block_moves(dict(cfg.kwargs), cfg.num_warps, tuner.fn.src, persistent)
+    out["variants"] = [build_move(tuner, cfg, m, ident, launches, out["grid_checks"]) for m in moves]
+    return out
+
+

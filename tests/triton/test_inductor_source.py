@@ -1,0 +1,49 @@
+"""Block-size variants from an Inductor module (#28): its stock config is the one whose compile remakes the
+stock PTX, each legal move compiles, and its grid is Inductor's for the launch's numels, checked first
+against the captured grid."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("triton")
+pytest.importorskip("torch._inductor.runtime.triton_heuristics")
+
+from chronos.triton.inductor_source import build_kernel, compile_config, load_tuner
+from chronos.triton.tuned_db import ptx_identity_sha256
+
+MODULE = Path(__file__).resolve().parent / "inductor_modules" / "pointwise_mul.py"
+NAME = "triton_poi_fused_mul_0"
+ARGS = [{"kind": "buffer"}, {"kind": "buffer"}, {"kind": "scalar", "value": 65536}]
+
+
+def _stock(i: int = 0):
+    tuner = load_tuner(MODULE, NAME)
+    ptx = compile_config(tuner, tuner.configs[i])[0]
+    return tuner.configs[i], ptx_identity_sha256(ptx)
+
+
+def test_the_stock_config_is_found_and_each_move_launches_on_its_own_grid():
+    cfg, ident = _stock()
+    xblock = cfg.kwargs["XBLOCK"]
+    got = build_kernel([str(MODULE)], NAME, ident, {"k": (ARGS, [65536 // xblock, 1, 1])})
+    assert got["stock_config"]["kwargs"] == {"XBLOCK": xblock} and got["grid_checks"] == {"k": True}
+    made = {v["label"]: v for v in got["variants"] if "ptx_text" in v}
+    assert f"XBLOCK={2 * xblock}" in made and f"XBLOCK={xblock // 2},num_warps={cfg.num_warps // 2}" in made
+    for v in made.values():
+        assert v["grids"] == {"k": [65536 // v["kwargs"]["XBLOCK"], 1, 1]}
+        assert f".reqntid {32 * v['num_warps']}" in v["ptx_text"]
+
+
+def test_a_grid_the_stock_config_does_not_give_keeps_that_launch_out():
+    ident = _stock()[1]
+    got = build_kernel([str(MODULE)], NAME, ident, {"k": (ARGS, [1, 1, 1])})
+    assert got["grid_checks"]["k"] is not True and "captured [1, 1, 1]" in got["grid_checks"]["k"]
+    assert all(v.get("grids", {}) == {} for v in got["variants"])
+
+
+def test_a_kernel_whose_stock_ptx_no_config_remakes_gets_no_variants():
+    got = build_kernel([str(MODULE)], NAME, "0" * 64, {"k": (ARGS, [128, 1, 1])})
+    assert got["error"].startswith("no config") and "variants" not in got
