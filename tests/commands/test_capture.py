@@ -335,3 +335,22 @@ def _files(d, files: dict[str, str]) -> None:
     for name, text in files.items():
         (d / name).parent.mkdir(parents=True, exist_ok=True)
         (d / name).write_text(text)
+
+
+def test_a_launch_records_the_module_that_defines_its_kernel(tmp_path):
+    """What a recompile with other block sizes starts from (#28): the defining file, copied by content once,
+    and the function's name and source hash in it; a kernel without a file on disk records none."""
+    import hashlib as _h
+
+    module = tmp_path / "kernels_mod.py"
+    module.write_text("def triton_poi_fused_add_0(x):\n    return x\n")
+    namespace: dict = {}
+    exec(compile(module.read_text(), str(module), "exec"), namespace)  # noqa: S102 - the test's own file
+    fn = SimpleNamespace(fn=namespace["triton_poi_fused_add_0"], src="def triton_poi_fused_add_0(x): ...")
+    rec = recorder.Recorder(tmp_path / "cap")
+    got = rec.save_source(fn)
+    assert got["qualname"] == "triton_poi_fused_add_0"
+    assert got["source_sha256"] == _h.sha256(fn.src.encode()).hexdigest()
+    assert (tmp_path / "cap" / got["module"]).read_text() == module.read_text()
+    assert rec.save_source(fn) == got and len(list((tmp_path / "cap" / "sources").iterdir())) == 1
+    assert rec.save_source(SimpleNamespace(fn=len))["module"] is None  # a builtin: no file

@@ -13,6 +13,8 @@ records with the cache into
     DIR/triton.json   each spec's Triton identity (compile hash, entry, stock PTX): the tuned DB key
     DIR/capture.json  the workload's summary: kernels, launches per signature, what could not be mapped
     DIR/inputs/       captured tensors (size-capped; git-ignored: tuning falls back to a fresh draw)
+    DIR/sources/      each launched kernel's defining Python module (Inductor's generated one, or the user's
+                      file of a JIT function), by content; triton.json names it and the function in it
 
 Nothing is dropped silently: a launch that does not become a spec (recording failed, an unsupported launch
 option, arguments that cannot be mapped onto the PTX parameters) is listed in capture.json's `dropped` with
@@ -130,7 +132,8 @@ def _verdict(summary: dict, out: Path, allow_partial: bool) -> int:
 
 def run_workload(out: Path, cmd: list[str], tensor_cap: int, total_cap: int) -> int:
     """Run `cmd` with recording on and fresh Triton/Inductor caches under `out`; returns its exit status."""
-    for sub in ("launches", "counts", "drops", "inputs", ".triton_cache", ".inductor_cache", ".bootstrap"):
+    for sub in ("launches", "counts", "drops", "inputs", "sources", ".triton_cache", ".inductor_cache",
+                ".bootstrap"):
         shutil.rmtree(out / sub, ignore_errors=True)
     for stale in out.glob("errors-*.log"):
         stale.unlink()
@@ -312,6 +315,8 @@ def _spec(out: Path, rec: dict, cache: dict, workload: str) -> tuple[KernelSpec,
         "source_hash": rec.get("source_hash"),
         "launch_options": rec.get("launch_options", {}),
         "ptxas": rec.get("ptxas"),  # the ptxas Triton assembled it with (Inductor: torch's, chronos tune)
+        # the defining module under sources/ and the function in it: what a recompile starts from (#28)
+        **{k: rec.get(k) for k in ("module", "module_name", "qualname", "source_sha256")},
     }
 
 

@@ -29,6 +29,7 @@ import traceback
 from pathlib import Path
 
 from chronos.triton import capture_launch as launch_opts
+from chronos.triton.capture_source import save_source, triton_ptxas
 from chronos.triton.capture_tensors import changed, is_tensor, span_view, tensor_desc, value_stats
 from chronos.triton.patch_on_import import PatchOnImport
 
@@ -116,6 +117,9 @@ class Recorder:
             arr = arr.view(np.float16 if d["dtype"] == "f16" else np.uint16)
         np.save(self.out / rel, arr)
         return rel
+
+    def save_source(self, fn) -> dict:
+        return save_source(self.out, fn)
 
     def write(self, sig: str, record: dict) -> None:
         record = {"signature": sig, "pid": os.getpid(), "ptxas": triton_ptxas(), **record}
@@ -250,6 +254,7 @@ def _record_inductor(rec: Recorder, autotuner, sig: str, args, pre: list[dict]) 
             "inductor_kernel": autotuner.inductor_meta.get("kernel_name"),
             "source_hash": autotuner.inductor_meta.get("backend_hash"),
             "args": pre,
+            **rec.save_source(autotuner.fn),
         },
     )
 
@@ -326,24 +331,7 @@ def _record_jit(rec: Recorder, fn, sig, kernel, g, values, options, pre, before,
                     "grid": g, "num_warps": meta.num_warps, "num_stages": meta.num_stages, "constants": {},
                     "constexprs": launch_opts.plain_values({n: values[n] for n in constexpr}),
                     "launch_options": launch_opts.plain_values(options), "autotune": tuner,
-                    "source_hash": fn.cache_key, "args": pre})
-
-
-def triton_ptxas() -> dict | None:
-    """The ptxas Triton assembles with in this process now: {"path", "version"}. Not always Triton's own:
-    Inductor points TRITON_PTXAS_PATH at torch's bundled ptxas before it compiles (torch/bin/ptxas in
-    CUDA builds), and that ptxas also decides the PTX ISA version Triton emits."""
-    try:
-        import torch
-        from triton.backends.nvidia.compiler import get_ptxas
-
-        major, minor = torch.cuda.get_device_capability() if torch.cuda.is_available() else (9, 0)
-        path = get_ptxas(10 * major + minor).path
-    except Exception:  # noqa: BLE001 - no Triton NVIDIA backend here: nothing to record
-        return None
-    from chronos.toolchain import ptxas_version  # cached per path
-
-    return {"path": path, "version": ptxas_version(path)}
+                    "source_hash": fn.cache_key, "args": pre, **rec.save_source(fn)})
 
 
 def _patch_inductor(mod) -> None:
