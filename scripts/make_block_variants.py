@@ -3,8 +3,9 @@
 
     PYTHONUNBUFFERED=1 python3 scripts/make_block_variants.py --out /tmp/blocks [--workloads llama ...]
 
-Runs each workload once with fresh caches (as scripts/make_knob_variants.py does), finds in Inductor's cache
-the generated Python module of every captured kernel that has knob variants, loads it (Inductor's own
+Runs each workload once with fresh caches (as scripts/make_knob_variants.py does), takes the generated Python
+module of every captured kernel that has knob variants (the capture's own copy where it kept one, else the
+one in this run's Inductor cache that defines the kernel), loads it (Inductor's own
 autotuner object: the JIT function, its configs, its grid type) and compiles each of its configs until one
 remakes the committed stock PTX exactly (by PTX identity) — that is the stock config; a kernel none
 remakes gets no variants. Then every legal block move of that config (chronos.triton.blocks) is compiled,
@@ -56,23 +57,36 @@ def init_worker(ptxas: str | None, scratch: str) -> None:
     os.environ["TRITON_CACHE_DIR"] = os.path.join(scratch, f"compile-{os.getpid()}")
 
 
+def recorded_config(specs: list[dict], stock_file: str, knobs: dict) -> dict | None:
+    """The config that ran, as the capture noted it ("constexprs {...}" in the spec's notes)."""
+    notes = next((s.get("notes", "") for s in specs if s["ptx"] == stock_file), "")
+    m = re.search(r"constexprs (\{.*\})\s*$", notes)
+    if m is None:
+        return None
+    return {"kwargs": json.loads(m.group(1)), "num_warps": knobs["stock"]["num_warps"],
+            "num_stages": knobs["stock"]["num_stages"]}
+
+
 def workload_jobs(w: str, found: dict, sources: dict) -> tuple[dict, list]:
     folder = ROOT / "data/kernels/captured" / w
     knobs = json.loads((folder / "knobs.json").read_text())["kernels"]
     specs = json.loads((folder / "specs.json").read_text())
+    captured = {i["stock_ptx"]: i for i in json.loads((folder / "triton.json").read_text()).values()}
     entries, jobs = {}, []
     for stock_file, k in sorted(knobs.items()):
         if not k.get("remade_stock"):
             continue
         ident = ptx_identity_sha256(read_ptx_file(folder / stock_file))
         hit = found.get(ident)
-        name = hit[1]["name"] if hit else None
-        if name is None or name not in sources:
-            entries[stock_file] = {"error": "its Inductor module is not in this run's cache"}
+        name = hit[1]["name"] if hit else captured[stock_file]["name"]
+        module = captured[stock_file].get("module")  # captures since #28 keep the module itself
+        paths = [str(folder / module)] if module else [str(p) for p in sources.get(name, [])]
+        if not paths:
+            entries[stock_file] = {"error": "its Inductor module is neither captured nor in this run's cache"}
             continue
         launches = {s["kernel"]: (s["args"], s["grid"]) for s in specs if s["ptx"] == stock_file}
         entries[stock_file] = {"stem": k["stem"]}
-        jobs.append((w, stock_file, ([str(p) for p in sources[name]], name, ident, launches)))
+        jobs.append((w, stock_file, (paths, name, ident, launches, recorded_config(specs, stock_file, k))))
     return entries, jobs
 
 

@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("triton")
 pytest.importorskip("torch._inductor.runtime.triton_heuristics")
 
-from chronos.triton.inductor_source import build_kernel, compile_config, load_tuner
+from chronos.triton.inductor_source import build_kernel, compile_config, load_tuner, with_config
 from chronos.triton.tuned_db import ptx_identity_sha256
 
 MODULE = Path(__file__).resolve().parent / "inductor_modules" / "pointwise_mul.py"
@@ -47,3 +47,13 @@ def test_a_grid_the_stock_config_does_not_give_keeps_that_launch_out():
 def test_a_kernel_whose_stock_ptx_no_config_remakes_gets_no_variants():
     got = build_kernel([str(MODULE)], NAME, "0" * 64, {"k": (ARGS, [128, 1, 1])})
     assert got["error"].startswith("no config") and "variants" not in got
+
+
+def test_the_config_the_capture_recorded_is_tried_first_even_outside_the_autotuner_s_list():
+    tuner = load_tuner(MODULE, NAME)
+    ran = {"kwargs": {"XBLOCK": 128}, "num_warps": 2, "num_stages": 1}
+    assert all(c.kwargs != ran["kwargs"] for c in tuner.configs)
+    ident = ptx_identity_sha256(compile_config(tuner, with_config(tuner.configs[0], **ran))[0])
+    got = build_kernel([str(MODULE)], NAME, ident, {"k": (ARGS, [512, 1, 1])}, recorded=ran)
+    assert got["stock_config"] == ran and got["grid_checks"] == {"k": True}
+    assert "error" in build_kernel([str(MODULE)], NAME, ident, {"k": (ARGS, [512, 1, 1])})

@@ -54,14 +54,25 @@ def grid_for(tuner, cfg, meta: dict, args: list[dict]) -> tuple[int, int, int]:
     return tuple(int(g) for g in GridExpr.from_meta(tuner.inductor_meta, cfg).eval_slow(scope))
 
 
-def find_stock(paths: list[str], name: str, ident: str):
+def with_config(cfg, kwargs: dict, num_warps: int, num_stages: int | None = None):
+    """A copy of an Inductor config with other constexprs and num_warps (num_stages kept unless given)."""
+    out = copy.copy(cfg)
+    out.kwargs, out.num_warps = dict(kwargs), num_warps
+    if num_stages is not None:
+        out.num_stages = num_stages
+    return out
+
+
+def find_stock(paths: list[str], name: str, ident: str, recorded: dict | None = None):
     """(autotuner, stock config, its compile meta, module path) of the first module and config that remake
-    the stock PTX, or (None, errors)."""
+    the stock PTX, or (None, errors). `recorded` (the capture's {kwargs, num_warps, num_stages}: the config
+    that ran) is tried first, then the autotuner's own configs."""
     errors = []
     for path in paths:
         try:
             t = load_tuner(Path(path), name)
-            for cfg in t.configs:
+            first = [with_config(t.configs[0], **recorded)] if recorded and t.configs else []
+            for cfg in first + list(t.configs):
                 ptx, _, _, meta = compile_config(t, cfg)
                 if ptx_identity_sha256(ptx) == ident:
                     return (t, cfg, meta, path), errors
@@ -72,8 +83,7 @@ def find_stock(paths: list[str], name: str, ident: str):
 
 def build_move(tuner, cfg, move, ident: str, launches: dict, grid_ok: dict) -> dict:
     """One block move compiled: its PTX, launch numbers and a grid per launch whose stock grid checked."""
-    moved = copy.copy(cfg)
-    moved.kwargs, moved.num_warps = dict(move.kwargs), move.num_warps
+    moved = with_config(cfg, move.kwargs, move.num_warps)
     v = {"label": move.label, "kwargs": move.kwargs, "num_warps": move.num_warps}
     try:
         ptx, warps, shared, meta = compile_config(tuner, moved)
@@ -86,11 +96,12 @@ def build_move(tuner, cfg, move, ident: str, launches: dict, grid_ok: dict) -> d
     return {**v, "ptx_text": ptx, "num_warps": warps, "shared": shared, "grids": grids}
 
 
-def build_kernel(paths: list[str], name: str, ident: str, launches: dict) -> dict:
-    """One kernel: its stock config (the first of the modules `paths` and its configs whose PTX has identity
-    `ident`), then each block move's PTX and a grid per launch (`launches`: spec name -> (arguments as
-    specs.json lists them, captured grid)); or {"error": ...}."""
-    found, errors = find_stock(paths, name, ident)
+def build_kernel(paths: list[str], name: str, ident: str, launches: dict,
+                 recorded: dict | None = None) -> dict:
+    """One kernel: its stock config (the first of the modules `paths` and its configs, `recorded` first, whose
+    PTX has identity `ident`), then each block move's PTX and a grid per launch (`launches`: spec name ->
+    (arguments as specs.json lists them, captured grid)); or {"error": ...}."""
+    found, errors = find_stock(paths, name, ident, recorded)
     if found is None:
         return {"error": "no config of its Inductor source remade the stock PTX", "tried": errors[:4]}
     tuner, cfg, meta, source = found
