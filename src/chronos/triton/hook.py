@@ -30,8 +30,10 @@ from pathlib import Path
 
 from chronos.errors import ChronosError, ToolchainError
 from chronos.toolchain import gpu_name, ptxas_version
+from chronos.triton import deploy_configs
 from chronos.triton.deploy_cache import cache_digest, isolate_cache, restore_cache
 from chronos.triton.rederive import DeriveError, tuned_ptx
+from chronos.triton.tuned_configs import config_entries
 from chronos.triton.tuned_db import Entry, TunedDB, TunedKey, content_hash, entry_names, make_key
 
 ENV_DB = "CHRONOS_TUNED"
@@ -252,7 +254,7 @@ class _Session:
             names = {f"{k}_names": list(v) for k, v in self.names.items()}
             return {"enabled": self.active, "db": self.path, "mode": self.mode, "entries": len(self.entries),
                     "content_hash": self.content, "cache_dir": self.cache_dir, **counts, **names,
-                    "reasons": dict(self.reasons)}
+                    "reasons": dict(self.reasons), "configs": deploy_configs.stats()}
 
 
 # ------------------------------------------------------------------ Triton plumbing
@@ -289,16 +291,17 @@ def _folds_hook_key(version: str) -> bool:
 _STATE: dict[str, _Session | None] = {"session": None, "last": None}
 
 
-def _load(db) -> tuple[str, list[Entry]]:
+def _load(db) -> tuple[str, list[Entry], list]:
+    """(path, tuned PTX entries, tuned config entries) of the DB."""
     if isinstance(db, TunedDB):
-        return str(db.path), db.entries()
+        return str(db.path), db.entries(), config_entries(db)
     path = db if db is not None else os.environ.get(ENV_DB)
     if not path:
         raise ChronosError(f"no tuned DB: pass enable(db=...) or set {ENV_DB}=/path/to/tuned.sqlite")
     # TunedDB refuses a missing file, a folder, a device or a non-DB with one TunedDBError naming its
     # absolute path; stats() and strict-mode errors name that path too
     with TunedDB(Path(path), readonly=True) as handle:
-        return str(handle.path), handle.entries()
+        return str(handle.path), handle.entries(), config_entries(handle)
 
 
 def enable(db: str | Path | TunedDB | None = None, *, mode: str = "deploy", gpu: str | None = None,
@@ -309,8 +312,9 @@ def enable(db: str | Path | TunedDB | None = None, *, mode: str = "deploy", gpu:
     if mode not in MODES:
         raise ChronosError(f"unknown mode {mode!r}; one of {', '.join(MODES)}")
     knobs = _triton()
-    path, entries = _load(db)
+    path, entries, configs = _load(db)
     disable()
+    deploy_configs.enable(configs, lambda: _config_env(gpu), lambda m: None)
     session = _Session(path, entries, mode, {"gpu": gpu, "driver": driver, "ptxas": ptxas},
                        prev=knobs.runtime.add_stages_inspection_hook)
     session.cache_dir, session.saved_cache = isolate_cache(knobs, cache_digest(session.content, gpu, driver))
@@ -318,6 +322,19 @@ def enable(db: str | Path | TunedDB | None = None, *, mode: str = "deploy", gpu:
     _STATE["session"] = session
     _count_loads()
     return session.stats()
+
+
+def _config_env(gpu: str | None) -> dict:
+    """What a tuned config must have been measured under: this GPU, torch and Triton."""
+    import triton
+
+    try:
+        import torch
+
+        torch_version = str(torch.__version__)
+    except ImportError:
+        torch_version = ""
+    return {"gpu": gpu or detect_gpu(), "torch": torch_version, "triton": triton.__version__}
 
 
 def _count_loads() -> None:
@@ -345,6 +362,7 @@ def _count_loads() -> None:
 def disable() -> None:
     """Stop swapping; restore the previous hook and Triton's cache dir. A hook chained on top of ours after
     enable() stays installed, ours inside it becomes a pass-through."""
+    deploy_configs.disable()
     session = _STATE["session"]
     if session is None:
         return
@@ -363,5 +381,5 @@ def stats() -> dict:
     if session is None:
         outcomes = ("swapped", "missed", "rejected", "cached", "cached_stock")  # the keys a session reports
         return {"enabled": False, **dict.fromkeys(outcomes, 0), **{f"{k}_names": [] for k in outcomes},
-                "reasons": {}}
+                "reasons": {}, "configs": deploy_configs.stats()}
     return session.stats()
