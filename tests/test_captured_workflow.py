@@ -46,3 +46,17 @@ def test_the_knob_variants_are_one_gpu_job_over_the_workloads(tmp_path):
     assert proc.returncode == 0, out[-3000:]
     assert out.count("rule knobs:") == 1 and "gpu=1" in out
     assert "scripts/make_knob_variants.py --out . --workloads flex bert" in out
+
+
+def test_the_block_variants_are_one_gpu_job_after_the_knob_variants(tmp_path):
+    for w in ("flex", "bert"):
+        (tmp_path / f"data/kernels/captured/{w}").mkdir(parents=True)
+        (tmp_path / f"data/kernels/captured/{w}/knobs.json").write_text("{}\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-s", str(ROOT / "workflow/captured/Snakefile"), "-n", "-p",
+         "--config", "workloads=[flex,bert]", "--", "blocks"],
+        capture_output=True, text=True, timeout=300, check=False, cwd=tmp_path)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    assert out.count("rule blocks:") == 1 and "rule knobs:" not in out and "gpu=1" in out
+    assert "scripts/make_block_variants.py --out . --workloads flex bert" in out
