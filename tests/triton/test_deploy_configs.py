@@ -95,14 +95,16 @@ def test_the_jit_wrapper_hands_the_launch_the_tuned_kwargs(deployed):
     assert fn.run(1, grid=(1,), warmup=False, BLOCK=128) == {"BLOCK": 128}  # after disable: as launched
 
 
-def test_a_config_that_is_not_bit_exact_never_deploys():
+def test_a_config_that_is_not_bit_exact_deploys_only_with_the_tolerance_it_was_tuned_under():
     fn = SimpleNamespace(__name__=NAME, src="def k(): ...")
     e = _entry(fn, KernelConfig({"BLOCK": 128}, 4, 3), KernelConfig({"BLOCK": 64}, 4, 3))
-    loose = ConfigEntry(e.key, e.stock, e.tuned, e.ratio, e.ci,
-                        {"bit_exact": False, "tolerance": "rtol=1e-5"})
-    s = ConfigSession([loose], lambda: ENV)
+    unsaid = ConfigEntry(e.key, e.stock, e.tuned, e.ratio, e.ci, {"bit_exact": False})
+    s = ConfigSession([unsaid], lambda: ENV)
     assert s.jit_kwargs(fn, {"BLOCK": 128}) == {"BLOCK": 128}
-    assert "not bit-exact" in s.stats()["reasons"][NAME]
+    assert "not bit-exact and tuned with no tolerance" in s.stats()["reasons"][NAME]
+    chosen = ConfigEntry(e.key, e.stock, e.tuned, e.ratio, e.ci,
+                         {"bit_exact": False, "tolerance": "rtol=1e-05"})
+    assert ConfigSession([chosen], lambda: ENV).jit_kwargs(fn, {"BLOCK": 128})["BLOCK"] == 64
 
 
 def test_the_hook_deploys_the_db_s_configs_and_reports_them(tmp_path, monkeypatch):

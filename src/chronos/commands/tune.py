@@ -37,6 +37,7 @@ import argparse
 import json
 import re
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from chronos.commands.tune_args import resolve_paths
@@ -79,6 +80,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint", type=Path, help="the policy (default: the one shipped with chronos, a "
                                                    "copy of the repository's models/checkpoint_best.pt)")
     p.add_argument("--params", type=Path, help="params.yaml (default: the one shipped with chronos)")
+    p.add_argument("--tolerance", metavar="rtol=R,atol=A",
+                   help="accept variants whose outputs differ from stock within this (NaN and inf matched), "
+                        "marked as not bit-exact in the parts and the DB, with their ULP distance (default: "
+                        "the params' measure.tolerance, strict: bit for bit)")
     p.add_argument("--ptxas", help="the ptxas that assembles the measured cubins; 'triton' = Triton's own, "
                                    "the one that assembles them at deployment (the DB key records it)")
 
@@ -108,6 +113,8 @@ def tune_kernels(args: argparse.Namespace, selected: list) -> dict:
     from chronos.triton.tuned_db import RATIO_HEADER
 
     cfg, parts, specs_json = load(args.params), args.parts, args.dir / "specs.json"
+    if args.tolerance:  # checked like params.yaml's measure.tolerance (a ConfigError names the option)
+        cfg = replace(cfg, measure=replace(cfg.measure, tolerance=args.tolerance))
     todo = [s for s in selected if not (parts / f"{s.kernel}.json").exists()]
     if args.order_by:
         todo = by_gpu_time(todo, args.profile)

@@ -46,6 +46,10 @@ class MeasureConfig:
             ~0.7% (median over kernels, cycles) that would otherwise mix into one kernel's comparisons.
         gpu_warmup_s: each worker keeps the GPU busy this long before its first measurement, so that no
             measurement runs while the clocks ramp up from idle (hashed: it changes what is measured).
+        tolerance: "strict" (outputs must equal the baseline's bit for bit) or "rtol=R,atol=A": a variant
+            whose outputs differ is accepted when every element is within atol + rtol * |baseline| (NaN and
+            inf matched), marked as not bit-exact, with its ULP distance (chronos.measure.numerics).
+            Hashed only when not strict: strict measurements keep their keys.
     """
 
     backend: str = "auto"
@@ -65,6 +69,7 @@ class MeasureConfig:
     startup_timeout_s: float = 120.0
     gpu_warmup_s: float = 2.0
     one_gpu_per_kernel: bool = True
+    tolerance: str = "strict"
 
     def __post_init__(self) -> None:
         _check(self.backend in ("gpu", "replay", "auto"), "measure.backend",
@@ -77,10 +82,20 @@ class MeasureConfig:
         _check(0 <= self.poison_byte <= 255, "measure.poison_byte", f"must be a byte, got {self.poison_byte}")
         _check(self.watchdog_s > 0, "measure.watchdog_s", f"must be > 0, got {self.watchdog_s}")
         _check(self.gpus >= 1, "measure.gpus", f"must be >= 1, got {self.gpus}")
+        try:
+            self.tolerance_values()
+        except ValueError as e:
+            _check(False, "measure.tolerance", str(e))
+
+    def tolerance_values(self) -> tuple[float, float] | None:
+        """(rtol, atol) of the tolerance mode, None when strict (raises ValueError for a malformed one)."""
+        return parse_tolerance(self.tolerance)
 
     def measured(self) -> dict:
-        """The knobs that define the measurement (hashed)."""
-        return {k: v for k, v in asdict(self).items() if k not in _OPERATIONAL}
+        """The knobs that define the measurement (hashed); a strict tolerance is left out, so the keys of
+        every measurement made before the tolerance mode existed stay as they were."""
+        return {k: v for k, v in asdict(self).items()
+                if k not in _OPERATIONAL and not (k == "tolerance" and v == "strict")}
 
     def config_hash(self) -> str:
         """Stable 16-hex-digit hash of the measured knobs (sorted-key JSON, so field order never matters)."""
@@ -91,6 +106,26 @@ class MeasureConfig:
         return asdict(self)
 
 
+
+
+def parse_tolerance(text: str) -> tuple[float, float] | None:
+    """ "strict" -> None; "rtol=1e-5,atol=1e-8" (either part may be left out: 0) -> (rtol, atol)."""
+    if text == "strict":
+        return None
+    values = {"rtol": 0.0, "atol": 0.0}
+    for part in text.split(","):
+        name, sep, value = part.strip().partition("=")
+        if not sep or name not in values:
+            raise ValueError(f"must be strict or rtol=R,atol=A, got {text!r}")
+        try:
+            values[name] = float(value)
+        except ValueError:
+            raise ValueError(f"{name} must be a number, got {value!r}") from None
+        if not values[name] >= 0 or values[name] == float("inf"):
+            raise ValueError(f"{name} must be finite and >= 0, got {value!r}")
+    if values["rtol"] == values["atol"] == 0:
+        raise ValueError("rtol=0,atol=0 accepts only equal values: say strict")
+    return values["rtol"], values["atol"]
 
 
 _ADAPTIVE = ("max_rounds", "rounds_step", "target_halfwidth")

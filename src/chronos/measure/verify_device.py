@@ -9,12 +9,15 @@ seconds a host round trip takes; the verdict is the same bit-for-bit rule as chr
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
 from chronos.config import MeasureConfig
 from chronos.errors import MeasureError
 from chronos.kernels.spec import KernelSpec
 from chronos.measure.inputs import NP_DTYPES, bit_mismatches, unwritten_error
+from chronos.measure.numerics import WITHIN_TOLERANCE, Tolerance, difference
 
 NEQ_ENTRY = "chronos_count_neq"
 NEQ_THREADS = 256
@@ -81,6 +84,7 @@ class DeviceDraws:
         self.r, self.spec, self.cfg = runner, spec, mcfg
         self.dev: dict[int, dict] = {}
         self.refs: dict[int, dict] = {}
+        self.last: dict[str, np.ndarray] = {}  # a differing contender's outputs, from the last mismatches()
         self.count = None
 
     def restore(self, bufs: dict, d: int) -> None:
@@ -139,7 +143,10 @@ class DeviceDraws:
             n = np.zeros(1, dtype=np.uint64)
             r._call(r.drv.memcpy_dtoh, n, self.count)
             differ |= bool(n[0])
-        return bit_mismatches(self.refs[d]["host"], self._host(bufs)) if differ else {}
+        if not differ:
+            return {}
+        self.last = self._host(bufs)  # what verify_all measures the difference of
+        return bit_mismatches(self.refs[d]["host"], self.last)
 
     def free(self) -> None:
         ptrs = [p for d in self.dev.values() for p in d.values()]
@@ -149,12 +156,26 @@ class DeviceDraws:
 
 def verify_all(spec: KernelSpec, mcfg: MeasureConfig, draws: DeviceDraws, base_k, ks: list, bufs: dict,
                args: list) -> list[dict]:
-    """Per contender: valid, or the invalid verdict (outputs differ bitwise from the baseline's on a draw)."""
+    """Per contender: valid, or the invalid verdict (outputs differ bitwise from the baseline's on a draw,
+    with by how much: elements, ULP, absolute and relative error per output). In the tolerance mode
+    (measure.tolerance) a contender within it on every draw stays valid, its reason `within_tolerance`."""
+    tol = mcfg.tolerance_values()
+    tolerance = Tolerance(*tol) if tol else None
     results = [{"valid": True, "reason": "", "log": ""} for _ in ks]
     for d in range(mcfg.input_draws):
         draws.reference(base_k, bufs, args, d)
         for i, k in enumerate(ks):
-            if results[i]["valid"] and (bad := draws.mismatches(k, bufs, args, d)):
-                log = f"outputs differ bitwise from the baseline on draw {d}: {bad} (elements)"
-                results[i] = {"valid": False, "reason": "wrong_output", "log": log}
+            if not results[i]["valid"] or not (bad := draws.mismatches(k, bufs, args, d)):
+                continue
+            ref, got = draws.refs[d]["host"], draws.last
+            report = {a.name: difference(ref[a.name], got[a.name], a.dtype) for a in spec.outputs}
+            if tolerance and all(tolerance.accepts(ref[a.name], got[a.name], a.dtype) for a in spec.outputs):
+                worst = max(r["max_ulp"] for r in report.values())
+                results[i] = {"valid": True, "reason": WITHIN_TOLERANCE,
+                              "log": f"within {tolerance.label()} (max {worst} ULP on draw {d}): "
+                                     f"{json.dumps(report, sort_keys=True)}"}
+                continue
+            log = (f"outputs differ bitwise from the baseline on draw {d}: {bad} (elements); "
+                   f"{json.dumps(report, sort_keys=True)}")
+            results[i] = {"valid": False, "reason": "wrong_output", "log": log}
     return results

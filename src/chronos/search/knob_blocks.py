@@ -18,6 +18,7 @@ from pathlib import Path
 from chronos.errors import ChronosError
 from chronos.kernels.spec import read_ptx, read_ptx_file
 from chronos.kernels.variant import Launch, Variant
+from chronos.measure.numerics import bit_exact
 from chronos.measure.verdicts import FASTER, geomean
 from chronos.search.knob_census import compare_and_confirm, racy
 from chronos.search.knob_ptx import contenders, on_top
@@ -118,7 +119,7 @@ def blocks_summary(rows: list[dict]) -> dict:
                 continue
             s = per.setdefault(c["action"].split("=")[0], {"variant": 0, "exact": 0, "faster": 0})
             s["variant"] += 1
-            s["exact"] += bool(c["valid"])
+            s["exact"] += bit_exact(c)
             s["faster"] += c.get("verdict") == FASTER
     for s in per.values():
         s["exact_share"] = s["exact"] / s["variant"] if s["variant"] else None

@@ -19,6 +19,7 @@ from pathlib import Path
 from chronos.errors import ChronosError
 from chronos.kernels.spec import read_ptx, read_ptx_file
 from chronos.kernels.variant import Launch, Variant
+from chronos.measure.numerics import bit_exact
 from chronos.measure.verdicts import FASTER, geomean
 from chronos.ptx.atomics import float_atomics
 from chronos.search.timed import time_row
@@ -133,7 +134,7 @@ def knob_summary(rows: list[dict]) -> dict:
             if c.get("reason") in ("same_as_stock", "compile_error"):
                 continue
             s["variant"] += 1
-            s["exact"] += bool(c["valid"])
+            s["exact"] += bit_exact(c)
             s["faster"] += c.get("verdict") == FASTER
     knobs: dict[str, dict] = defaultdict(lambda: {"variant": 0, "exact": 0, "faster": 0})
     for label, s in per.items():

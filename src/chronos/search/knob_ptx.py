@@ -16,6 +16,7 @@ from chronos.actions import V2
 from chronos.errors import ChronosError
 from chronos.kernels.spec import load_module, read_ptx
 from chronos.kernels.variant import Variant
+from chronos.measure.numerics import bit_exact
 from chronos.measure.verdicts import FASTER, geomean
 from chronos.ptx import emit, parse
 from chronos.search.knob_census import compare_and_confirm, knob_variants, racy
@@ -85,4 +86,4 @@ def joint_summary(rows: list[dict]) -> dict:
             "time_geomean": geomean([r["speedup"] for r in done]) if done else None,
             "ptx_on_top": sum(bool(r["ptx_on_top"]) for r in done),
             "knob_root": sum(r["root"] is not None for r in done),
-            "exact_share": sum(bool(c["valid"]) for c in cands) / len(cands) if cands else None}
+            "exact_share": sum(bit_exact(c) for c in cands) / len(cands) if cands else None}

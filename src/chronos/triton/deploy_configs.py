@@ -9,7 +9,8 @@ Two places decide a Triton kernel's config, and both are wrapped when their modu
 - `triton.runtime.jit.JITFunction.run`: where a launch passes exactly the entry's stock constexprs and
   options (num_warps and num_stages default to Triton's 4 and 3), it runs with the tuned ones (a grid
   callable sees them too).
-Anything else runs as it would have, counted with why; an entry that is not bit-exact is never deployed.
+Anything else runs as it would have, counted with why. An entry that is not bit-exact deploys only where it
+records the tolerance its tune was run with (`chronos tune --tolerance`: the user's deliberate choice).
 """
 
 from __future__ import annotations
@@ -54,8 +55,8 @@ class ConfigSession:
                 self.refused[k] = why
 
     def _refusal(self, e: ConfigEntry) -> str | None:
-        if not e.verification.get("bit_exact"):
-            return "not bit-exact (only bit-exact configs deploy)"
+        if not e.verification.get("bit_exact") and not e.verification.get("tolerance"):
+            return "not bit-exact and tuned with no tolerance (a strict entry must be bit-exact)"
         for what in ("gpu", "torch", "triton"):
             mine, theirs = self.env.get(what), getattr(e.key, what)
             if theirs and mine != theirs:

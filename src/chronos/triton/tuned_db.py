@@ -381,10 +381,12 @@ def show(path: str | Path) -> str:
     with TunedDB(path, readonly=True) as db:
         entries = db.entries()
         digest = content_hash(entries)
-    rows = [("kernel", "actions", RATIO_HEADER, "gpu", "created")]
+    rows = [("kernel", "actions", RATIO_HEADER, "outputs", "gpu", "created")]
     for e in entries:
+        v = e.verification
+        exact = "bit-exact" if v.get("bit_exact") else f"within {v.get('tolerance')}"
         rows.append((e.key.kernel, "+".join(e.actions) or "(none)",
-                     f"{e.ratio:.3f} [{e.ci[0]:.3f}, {e.ci[1]:.3f}]", e.key.gpu, e.created_at[:19]))
+                     f"{e.ratio:.3f} [{e.ci[0]:.3f}, {e.ci[1]:.3f}]", exact, e.key.gpu, e.created_at[:19]))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from chronos.measure.numerics import WITHIN_TOLERANCE
 from chronos.tuning.deploy_rule import deploys
 from chronos.tuning.parts import read_part, returned_candidate, triton_identity
 
@@ -34,10 +35,18 @@ def write_db(dir_: Path, parts: Path, db_path: Path) -> dict:
             prov = row["provenance"]
             key = make_key(ident["hash"], stock, ident["name"], gpu=prov["gpu"], driver=prov["driver"],
                            ptxas=prov["ptxas"])
-            db.put(key, best["actions"], tuned, best["ratio"], tuple(best["ci"]),
-                   {"bit_exact": True, "draws": row["verified_draws"], "verdict": best["verdict"],
-                    "captured_inputs": row.get("captured_inputs", [])},
+            db.put(key, best["actions"], tuned, best["ratio"], tuple(best["ci"]), verification(row, best),
                    {"measured_at": row.get("measured_at", ""), "kernel": row["kernel"],
                     "alignment": alignment.get(row["kernel"], {})})  # deployment re-derives under it
             counts["entries"] += 1
     return counts
+
+
+def verification(row: dict, best: dict) -> dict:
+    """What the entry's verification was: bit-exact, or within the tolerance the tune was run with (its
+    ULP report from the verification log)."""
+    out = {"bit_exact": best.get("reason") != WITHIN_TOLERANCE, "draws": row["verified_draws"],
+           "verdict": best["verdict"], "captured_inputs": row.get("captured_inputs", [])}
+    if not out["bit_exact"]:
+        out.update(tolerance=row.get("tolerance"), numerics=best.get("log", ""))
+    return out

@@ -29,6 +29,8 @@ def tune_one(spec, specs_json: Path, backend, policy, cfg, fixed=(), confirm=Tru
         return {"kernel": spec.kernel, "verdict": "unmeasured", "error": " ".join(str(e).split())[:400]}, ""
     row = {**res.to_json(), "provenance": backend.provenance(), "verified_draws": cfg.measure.input_draws,
            "captured_inputs": captured_present(spec)}
+    if cfg.measure.tolerance != "strict":  # what the DB entry says its outputs were verified against
+        row["tolerance"] = cfg.measure.tolerance
     returned = row.get("returned", "baseline") != "baseline"
     if returned and confirm:
         row["confirm"] = confirm_one(spec, specs_json, backend, res.ptx, row["returned"].split("+"), cfg)
