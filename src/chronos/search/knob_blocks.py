@@ -101,8 +101,10 @@ def blocks_kernel(spec, folder: Path, prior: Variant | None, backend, timing, mi
         return row
     best = row["best"]
     won = best["verdict"] == FASTER
+    labelled = [{"action": "+".join(v.actions), **c}
+                for v, c in zip(second[1:], row["candidates"], strict=True)]
     return {"kernel": spec.kernel, "baseline_ms": row["baseline_ms"], "root": list(root.actions),
-            "blocks": rows + others, "candidates": row["candidates"], "best": best, "speedup": row["speedup"],
+            "blocks": rows + others, "candidates": labelled, "best": best, "speedup": row["speedup"],
             "block_root": won and block_root and best["actions"][:1] == list(root.actions),
             "ptx_on_top": won and block_root and len(best["actions"]) > 1}
 

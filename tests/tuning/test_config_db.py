@@ -1,0 +1,50 @@
+"""Tuned configs from the committed knob census (#28): each confirmed, bit-exact knob winner becomes the stock
+config with that knob moved, keyed by the kernel's source; a kernel without a source hash, with a PTX action
+in its winner or without a winner is left out with why."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+from chronos.triton.tuned_configs import config_entries
+from chronos.triton.tuned_db import TunedDB
+from chronos.tuning.config_db import config_change, decision, write_configs
+
+ROOT = Path(__file__).resolve().parents[2]
+LLAMA = ROOT / "data" / "kernels" / "captured" / "llama"
+PARTS = sorted((ROOT / "data" / "knob_census" / "captured" / "llama").glob("*.json"))
+
+
+def test_labels_become_config_changes_and_ptx_actions_do_not():
+    assert config_change("num_warps=8") == {"kwargs": {}, "num_warps": 8}
+    assert config_change("XBLOCK=2048,num_warps=8") == {"kwargs": {"XBLOCK": 2048}, "num_warps": 8}
+    assert config_change("R0_BLOCK=64") == {"kwargs": {"R0_BLOCK": 64}}
+    assert config_change("ld.global.nc") is None and config_change("num_warps=8,cache_cg") is None
+
+
+def test_the_committed_census_winners_become_entries_once_the_sources_are_known(tmp_path):
+    folder = tmp_path / "llama"
+    shutil.copytree(LLAMA, folder, ignore=shutil.ignore_patterns("tune-parts", "ttir", "knobs", "inputs"))
+    left = write_configs(folder, PARTS, tmp_path / "none.sqlite")
+    assert left["entries"] == 0
+    assert set(left["left_out"].values()) <= {"no confirmed winner", "no source hash"}
+    identity = json.loads((folder / "triton.json").read_text())
+    for name, item in identity.items():  # what a capture since #28 records
+        item["source_sha256"] = hashlib.sha256(name.encode()).hexdigest()
+    (folder / "triton.json").write_text(json.dumps(identity))
+    db = tmp_path / "tuned.sqlite"
+    got = write_configs(folder, PARTS, db)
+    winners = [json.loads(p.read_text()) for p in PARTS]
+    won = [r for r in winners if decision(r)[0] is not None]
+    assert got["entries"] == len(won) > 0 and got["kernels"] == len(PARTS)
+    with TunedDB(db, readonly=True) as handle:
+        entries = {e.provenance["kernel"]: e for e in config_entries(handle)}
+    for r in won:
+        e = entries[r["kernel"]]
+        knob, value = r["best"]["actions"][0].split("=")
+        assert getattr(e.tuned, knob) == int(value) and e.stock.kwargs == e.tuned.kwargs
+        assert e.ratio == r["best"]["ratio"] and e.key.gpu == "NVIDIA H200" and e.key.triton == "3.6.0"
+        assert e.key.source_sha256 == identity[r["kernel"]]["source_sha256"]
