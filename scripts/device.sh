@@ -10,6 +10,8 @@
 #     captured           capture -> tune -> e2e of $WORKLOADS (workflow/captured/Snakefile; default: the
 #                        registry's, chronos.config.workloads); TUNE_BUDGET: tune seconds per workload
 #     heldout_picks      the picks stage heldout made on a CPU, timed again side by side on this GPU
+#     blocks             each captured Inductor kernel's block-size variants (scripts/make_block_variants.py)
+#     knob_blocks        stage knob_blocks measured: block variants beside knob_ptx's winners, into the store
 #     PATH.py            a research or benchmark script (experiments/..., benchmarks/...) with $ARGS
 #     RULE               a pipeline rule that measures (baseline, aa, greedy_kernel, random_search, atlas,
 #                        search_triton, confirm, grpo, evaluate, tune_captured, headroom, census, random_time,
@@ -29,7 +31,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/out}; LIMIT=${LIMIT:-540}; LOGS=$OUT/logs; mkdir -p "$LOGS"
-[[ $# -gt 0 ]] || { sed -n '2,28p' "$0"; exit 2; }
+[[ $# -gt 0 ]] || { sed -n '2,30p' "$0"; exit 2; }
 if [[ $1 == --pack-stores ]]; then
   mkdir -p .device && tar czf .device/stores.tgz data/store/measurements.sqlite data/store/atlas.sqlite
   ls -la .device/stores.tgz; exit
@@ -81,6 +83,10 @@ print(','.join(workload(n).name for n in (sys.argv[1].split() or NAMES)))" "${WO
     heldout_picks)
       python3 -m chronos.stages.heldout --params params.yaml --picks reports/heldout.json --backend gpu \
         --store data/store/measurements.sqlite --out "$LOGS/heldout_gpu.json" ;;
+    blocks) python3 scripts/make_block_variants.py --out . ;;
+    knob_blocks)
+      python3 -m chronos.stages.knob_blocks --params params.yaml --backend gpu --parts data/knob_blocks \
+        --store data/store/measurements.sqlite --out reports/knob_blocks.json ${KNOB_BUDGET:+--budget $KNOB_BUDGET} ;;
     *.py) python3 "$t" ${ARGS:-} ;;
     */*) "${SMK[@]}" --force -- "$t" ;;  # an output file: the one job that writes it (a wildcard rule's)
     *) "${SMK[@]}" --forcerun "$t" --allowed-rules "$t" -- "$t" ;;
