@@ -81,10 +81,11 @@ def find_stock(paths: list[str], name: str, ident: str, recorded: dict | None = 
     return None, errors
 
 
-def build_move(tuner, cfg, move, ident: str, launches: dict, grid_ok: dict) -> dict:
-    """One block move compiled: its PTX, launch numbers and a grid per launch whose stock grid checked."""
-    moved = with_config(cfg, move.kwargs, move.num_warps)
-    v = {"label": move.label, "kwargs": move.kwargs, "num_warps": move.num_warps}
+def build_move(tuner, cfg, move: dict, ident: str, launches: dict, grid_ok: dict) -> dict:
+    """One config move ({label, kwargs, num_warps[, num_stages]}) compiled: its PTX, launch numbers and a
+    grid per launch whose stock grid checked."""
+    moved = with_config(cfg, move["kwargs"], move["num_warps"], move.get("num_stages"))
+    v = dict(move)
     try:
         ptx, warps, shared, meta = compile_config(tuner, moved)
     except Exception as e:  # noqa: BLE001 - a move Triton cannot compile is a result, said as it is
@@ -97,10 +98,12 @@ def build_move(tuner, cfg, move, ident: str, launches: dict, grid_ok: dict) -> d
 
 
 def build_kernel(paths: list[str], name: str, ident: str, launches: dict,
-                 recorded: dict | None = None) -> dict:
+                 recorded: dict | None = None, configs: dict | None = None) -> dict:
     """One kernel: its stock config (the first of the modules `paths` and its configs, `recorded` first, whose
     PTX has identity `ident`), then each block move's PTX and a grid per launch (`launches`: spec name ->
-    (arguments as specs.json lists them, captured grid)); or {"error": ...}."""
+    (arguments as specs.json lists them, captured grid)); or {"error": ...}. With `configs` ({label:
+    {kwargs, num_warps, num_stages}}: the configs another tuner chose, scripts/make_anchor_variants.py),
+    those are compiled instead of the block moves."""
     found, errors = find_stock(paths, name, ident, recorded)
     if found is None:
         return {"error": "no config of its Inductor source remade the stock PTX", "tried": errors[:4]}
@@ -116,7 +119,11 @@ def build_kernel(paths: list[str], name: str, ident: str, launches: dict,
             got = error_text(e)
         out["grid_checks"][kernel] = got == tuple(grid) or f"stock config gives {got}, captured {grid}"
     persistent = "PERSISTENT" in out["heuristic"].upper() or name.startswith("triton_per_")
-    moves = block_moves(dict(cfg.kwargs), cfg.num_warps, tuner.fn.src, persistent)
+    if configs is None:
+        moves = [{"label": m.label, "kwargs": m.kwargs, "num_warps": m.num_warps}
+                 for m in block_moves(dict(cfg.kwargs), cfg.num_warps, tuner.fn.src, persistent)]
+    else:
+        moves = [{"label": label, **c} for label, c in configs.items()]
     out["variants"] = [build_move(tuner, cfg, m, ident, launches, out["grid_checks"]) for m in moves]
     return out
 
