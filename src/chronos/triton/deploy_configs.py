@@ -85,16 +85,26 @@ class ConfigSession:
 
     def inductor(self, autotuner) -> None:
         """The tuned config alone where the autotuner's configs hold the entry's stock one."""
+        for cfg in autotuner.configs:
+            if (tuned := self.tuned_config(autotuner, cfg, quiet=True)) is not None:
+                autotuner.configs = [tuned]
+                return
+        name, entry = self.lookup(autotuner.fn)
+        if entry is not None:
+            self._record("missed", name, "the entry's stock config is not among Inductor's configs here")
+
+    def tuned_config(self, autotuner, cfg, quiet: bool = False):
+        """The tuned copy of Inductor config `cfg` where the entry's stock config is exactly `cfg`, else None
+        (counted as a miss unless `quiet`)."""
         name, entry = self.lookup(autotuner.fn)
         if entry is None:
-            return
-        stock = next((c for c in autotuner.configs if _as_config(c) == entry.stock), None)
-        if stock is None:
-            self._record("missed", name, "the entry's stock config is not among Inductor's configs here")
-            return
-        tuned = _copy_config(stock, entry.tuned)
-        autotuner.configs = [tuned]
+            return None
+        if _as_config(cfg) != entry.stock:
+            if not quiet:
+                self._record("missed", name, "the config it runs is not the entry's stock config")
+            return None
         self._record("applied", name, f"{entry.stock.label()} -> {entry.tuned.label()}")
+        return _copy_config(cfg, entry.tuned)
 
     def jit_kwargs(self, fn, kwargs: dict) -> dict:
         """The launch's keyword arguments, with the tuned config where they are exactly the stock one."""

@@ -1,0 +1,152 @@
+"""End to end in one process (#28 item 6): a workload's step time with its stock kernels, a second copy of
+them (the A/A control) and its tuned kernels, alternating in one process (chronos.triton.kernel_sets).
+
+    python scripts/e2e_one_process.py gpt2 --db data/kernels/captured/gpt2/tuned.sqlite --out e2e1.json
+
+scripts/e2e.py compares worker processes, whose step times differ by up to ~10% with nothing swapped (H200,
+A/A 0.894): its intervals cannot resolve a few percent. Here one process builds the workload, compiles
+and autotunes it (Inductor in place: TORCHINDUCTOR_COMPILE_THREADS=1, FX-graph and autograd caches off,
+fresh caches), keeps those stock launchers, then compiles every kernel again twice: with nothing deployed
+(`stock_copy`) and with the DB deployed (`tuned`: its tuned configs and PTX). Outputs: each set runs every
+phase once and hashes what it returns; stock vs stock_copy says whether stock is deterministic, stock vs
+tuned whether the tuned kernels keep every bit. Time: `--rounds` rounds; in each the three sets take turns
+(order rotated), each running every phase for about `--round-seconds`; per round `speedup` = stock /
+tuned and `aa` = stock / stock_copy over the summed step times (and per phase), reported as median, IQR
+and a bootstrap 95% CI over rounds. Status (2026-12-04): written and tested on a CPU with stand-ins for
+Inductor's autotuners; not yet run on a GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "src"))
+sys.path.insert(0, str(HERE))
+
+from e2e import _digest, _load_workloads, steps_per_phase, summarize
+
+SETS = ("stock", "stock_copy", "tuned")
+
+
+def isolate() -> None:
+    """Inductor compiles in this process (its compile workers would never see the hook), no cache serves a
+    kernel that skipped Triton's stages."""
+    scratch = Path(tempfile.mkdtemp(prefix="chronos-e2e1-"))
+    os.environ.update({"TORCHINDUCTOR_COMPILE_THREADS": "1", "TORCHINDUCTOR_FX_GRAPH_CACHE": "0",
+                       "TORCHINDUCTOR_AUTOGRAD_CACHE": "0", "TRITON_CACHE_DIR": str(scratch / "triton"),
+                       "TORCHINDUCTOR_CACHE_DIR": str(scratch / "inductor")})
+
+
+def timed(phases: dict, steps: dict) -> dict[str, float]:
+    """Seconds per step of each phase, synchronised before and after."""
+    import torch
+
+    out = {}
+    for name, fn in phases.items():
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(steps[name]):
+            fn()
+        torch.cuda.synchronize()
+        out[name] = (time.perf_counter() - t0) / steps[name]
+    return out
+
+
+def rounds(phases: dict, sets: dict, steps: dict, n: int) -> dict[str, list[dict]]:
+    """Per set, per round, the seconds per step of each phase; the sets take turns, order rotated."""
+    from chronos.triton import kernel_sets
+
+    times: dict[str, list[dict]] = {s: [] for s in sets}
+    names = list(sets)
+    for r in range(n):
+        for s in names[r % len(names):] + names[: r % len(names)]:
+            kernel_sets.use(sets[s])
+            times[s].append(timed(phases, steps))
+    kernel_sets.use(sets["stock"])
+    return times
+
+
+def ratios(times: dict[str, list[dict]], a: str, b: str, phase: str | None = None) -> list[float]:
+    """Per round a / b of the summed step times (or of one phase's)."""
+    pick = (lambda t: t[phase]) if phase else (lambda t: sum(t.values()))
+    return [pick(x) / pick(y) for x, y in zip(times[a], times[b], strict=True)]
+
+
+def build_sets(db: Path) -> dict:
+    """The warm-up's stock launchers, a second copy of them, and the tuned ones (the DB deployed)."""
+    import chronos.triton
+    from chronos.triton import kernel_sets
+
+    stock = kernel_sets.capture_stock()
+    return {"stock": stock, "stock_copy": kernel_sets.build("stock_copy", stock),
+            "tuned": kernel_sets.build("tuned", stock, db, chronos.triton.enable, chronos.triton.disable)}
+
+
+def outputs(phases: dict, sets: dict) -> dict:
+    """Each set's outputs of one step of every phase, hashed; which phases differ between the sets."""
+    from chronos.triton import kernel_sets
+
+    digests = {}
+    for s, ks in sets.items():
+        kernel_sets.use(ks)
+        digests[s] = {name: _digest(fn()) for name, fn in phases.items()}
+    kernel_sets.use(sets["stock"])
+    differ = sorted(k for k in phases if digests["stock"][k] != digests["tuned"][k])
+    return {"stock_deterministic": digests["stock"] == digests["stock_copy"], "tuned_bitwise": not differ,
+            "differing_phases": differ}
+
+
+def verdicts(times: dict, phases: dict) -> dict:
+    both = {"speedup": summarize(ratios(times, "stock", "tuned")),
+            "aa": summarize(ratios(times, "stock", "stock_copy"))}
+    both["per_phase"] = {ph: {"speedup": summarize(ratios(times, "stock", "tuned", ph)),
+                              "aa": summarize(ratios(times, "stock", "stock_copy", ph))} for ph in phases}
+    return both
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("workload")
+    p.add_argument("--db", type=Path, required=True)
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--rounds", type=int, default=30)
+    p.add_argument("--round-seconds", type=float, default=0.5)
+    p.add_argument("--workloads", type=Path, default=HERE / "workloads.py")
+    args = p.parse_args()
+    isolate()
+    import chronos.triton
+    from chronos.triton import kernel_sets
+
+    kernel_sets.track()
+    import torch
+
+    torch.manual_seed(0)
+    phases = _load_workloads(args.workloads).WORKLOADS[args.workload]()
+    for _ in range(2):  # compile, autotune, settle
+        for fn in phases.values():
+            fn()
+    torch.cuda.synchronize()
+    sets = build_sets(args.db)
+    hook, same = chronos.triton.stats(), outputs(phases, sets)
+    steps = steps_per_phase(timed(phases, dict.fromkeys(phases, 3)), 3, args.round_seconds)
+    times = rounds(phases, sets, steps, args.rounds)
+    out = {"workload": args.workload, "db": str(args.db), "kernels": len(sets["stock"].tuners),
+           "steps": steps, "configs_applied": sets["tuned"].configs, "hook": hook, "outputs": same,
+           **verdicts(times, phases),
+           "times": times, "provenance": {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
+                                          "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                                          "command": " ".join(sys.argv)}}
+    args.out.write_text(json.dumps(out, indent=1) + "\n")
+    print(json.dumps({k: out[k] for k in ("kernels", "outputs", "speedup", "aa")}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,109 @@
+"""Two kernel sets in one process (#28 item 6): every Inductor kernel of a workload compiled once stock and
+once tuned (a tuned DB deployed while it compiles), and a switch between them, so that end-to-end steps can
+alternate between the sets in the same process, on the same memory and the same clocks.
+
+Worker processes of one workload differ from each other by up to ~10% in step time (H200, A/A 0.894 between
+two stock workers): nothing below that can be seen across processes. Here the sets share everything but
+their binaries. `track()` registers every Inductor autotuner made from then on (its `__init__` is wrapped
+when its module loads); after a warm-up has compiled the stock kernels, `build(db)` compiles each
+autotuner's running config again — the tuned config where the DB holds one, the tuned PTX through the
+stage hook — and keeps the launchers apart; `use(set)` points every autotuner at that set's launchers.
+A set built with no DB is a second copy of stock: alternating it with stock is the A/A control of the
+same protocol.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, field
+
+from chronos.triton.patch_on_import import PatchOnImport
+
+_STATE: dict = {"tuners": None, "finder": None}
+
+
+def _wrap(mod) -> None:
+    cls = mod.CachingAutotuner
+    init = cls.__init__
+    if getattr(init, "__chronos_sets__", False):
+        return
+
+    def __init__(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        tuners = _STATE["tuners"]
+        if tuners is not None:
+            tuners.add(self)
+
+    __init__.__chronos_sets__ = True
+    cls.__init__ = __init__
+
+
+def track(on_error=lambda module: None) -> weakref.WeakSet:
+    """Register every Inductor autotuner made from now on (call before the workload compiles)."""
+    if _STATE["tuners"] is None:
+        _STATE["tuners"] = weakref.WeakSet()
+    if _STATE["finder"] is None:
+        _STATE["finder"] = PatchOnImport({"torch._inductor.runtime.triton_heuristics": _wrap}, on_error)
+    _STATE["finder"].install()
+    return _STATE["tuners"]
+
+
+@dataclass
+class KernelSet:
+    name: str
+    launchers: dict = field(default_factory=dict)
+    """id(autotuner) -> its launchers in this set."""
+    tuners: list = field(default_factory=list)
+    configs: dict = field(default_factory=dict)
+    """kernel name -> the config label compiled, where it is not the running one."""
+
+
+def _running(tuner):
+    """The config an autotuner runs (after its warm-up it holds exactly one launcher)."""
+    if len(tuner.launchers) != 1:
+        raise RuntimeError(f"{tuner.fn.__name__}: {len(tuner.launchers)} launchers after the warm-up "
+                           "(autotuning not settled): run the phases once more before building sets")
+    return tuner.launchers[0].config
+
+
+def capture_stock(name: str = "stock") -> KernelSet:
+    """The launchers every tracked autotuner holds now: the warm-up's stock kernels."""
+    s = KernelSet(name)
+    for t in list(_STATE["tuners"] or ()):
+        if t.launchers:
+            _running(t)
+            s.launchers[id(t)] = list(t.launchers)
+            s.tuners.append(t)
+    return s
+
+
+def build(name: str, stock: KernelSet, db=None, enable=None, disable=None) -> KernelSet:
+    """Every autotuner of `stock` compiled again into a set of its own: with `db` deployed (enable(db) and
+    disable() of chronos.triton, passed in by the caller) its tuned configs and PTX, without one a copy of
+    stock. The autotuners are left on the stock launchers."""
+    from chronos.triton import deploy_configs
+
+    s = KernelSet(name)
+    if db is not None:
+        enable(db)
+    try:
+        session = deploy_configs._STATE["session"]
+        for t in stock.tuners:
+            cfg = stock.launchers[id(t)][0].config
+            tuned = session.tuned_config(t, cfg) if session is not None else None
+            result = t._precompile_config(tuned or cfg)
+            s.launchers[id(t)] = [result.make_launcher()]
+            s.tuners.append(t)
+            if tuned is not None:
+                s.configs[t.fn.__name__] = f"{tuned.kwargs}, num_warps={tuned.num_warps}"
+    finally:
+        if db is not None:
+            disable()
+        use(stock)
+    return s
+
+
+def use(s: KernelSet) -> None:
+    """Point every autotuner of the set at the set's launchers."""
+    for t in s.tuners:
+        t.launchers = list(s.launchers[id(t)])

@@ -1,0 +1,67 @@
+"""Two kernel sets in one process (#28 item 6): every tracked autotuner's running config compiled again into
+a set of its own (the tuned config where a deployed entry holds one), the autotuners left on stock, and a
+switch that points each at one set's launchers."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from chronos.triton import deploy_configs, kernel_sets
+from chronos.triton.tuned_configs import ConfigEntry, ConfigKey, KernelConfig
+
+
+class _Launcher:
+    def __init__(self, config, tag):
+        self.config, self.tag = config, tag
+
+
+class _Result:
+    def __init__(self, config):
+        self.config = config
+
+    def make_launcher(self):
+        return _Launcher(self.config, "built")
+
+
+def _autotuner_class():
+    class CachingAutotuner:  # what kernel_sets needs of Inductor's
+        def __init__(self, name, cfg):
+            self.fn = SimpleNamespace(__name__=name, src=f"def {name}(): ...")
+            self.configs = [cfg]
+            self.launchers = [_Launcher(cfg, "warm-up")]
+            self.compiled = []
+
+        def _precompile_config(self, cfg):
+            self.compiled.append(cfg)
+            return _Result(cfg)
+
+    return CachingAutotuner
+
+
+def _cfg(xblock, warps):
+    return SimpleNamespace(kwargs={"XBLOCK": xblock}, num_warps=warps, num_stages=1)
+
+
+def test_a_copy_of_stock_and_a_tuned_set_and_the_switch_between_them():
+    cls = _autotuner_class()
+    kernel_sets.track()
+    kernel_sets._wrap(SimpleNamespace(CachingAutotuner=cls))
+    a, b = cls("k_a", _cfg(512, 4)), cls("k_b", _cfg(1024, 4))
+    stock = kernel_sets.capture_stock()
+    assert {id(t) for t in stock.tuners} >= {id(a), id(b)}
+    copy = kernel_sets.build("copy", stock)
+    assert copy.launchers[id(a)][0].tag == "built" and a.launchers[0].tag == "warm-up"  # left on stock
+    entry = ConfigEntry(ConfigKey("k_a", deploy_configs.source_sha256(a.fn), "G", "", ""),
+                        KernelConfig({"XBLOCK": 512}, 4, 1), KernelConfig({"XBLOCK": 1024}, 8, 1), 0.9,
+                        (0.88, 0.92), {"bit_exact": True})
+    env = {"gpu": "G", "torch": "", "triton": ""}
+    tuned = kernel_sets.build("tuned", stock, db="db",
+                              enable=lambda db: deploy_configs.enable([entry], lambda: env, lambda m: None),
+                              disable=deploy_configs.disable)
+    got = tuned.launchers[id(a)][0].config
+    assert (got.kwargs, got.num_warps) == ({"XBLOCK": 1024}, 8) and "k_a" in tuned.configs
+    assert tuned.launchers[id(b)][0].config.kwargs == {"XBLOCK": 1024} and "k_b" not in tuned.configs
+    kernel_sets.use(tuned)
+    assert a.launchers[0] is tuned.launchers[id(a)][0]
+    kernel_sets.use(stock)
+    assert a.launchers[0].tag == "warm-up"
