@@ -5,60 +5,15 @@ from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 
 from chronos.kernels.spec import load_specs
 from chronos.search.knob_blocks import block_variants, blocks_kernel, blocks_summary
 
+from .stub_backend import StubBackend
+
 ROOT = Path(__file__).resolve().parents[2]
 GPT2 = ROOT / "data" / "kernels" / "captured" / "gpt2"
-
-
-@dataclass
-class _Contender:
-    actions: tuple
-    valid: bool = True
-    reason: str | None = None
-    registers: int = 32
-    spills: int = 0
-
-
-@dataclass
-class _Estimate:
-    ratio: float
-    low: float
-    high: float
-
-
-class _Cmp:
-    primary = "events"
-
-    def __init__(self, variants, ratios):
-        self.contenders = [_Contender(v.actions) for v in variants]
-        self.ratios = [1.0] + [ratios(v) for v in variants[1:]]
-        self.baseline = self.contenders[0]
-
-    def time_ms(self, i):
-        return self.ratios[i], 0.0
-
-    def estimate(self, i, timing, against=0):
-        r = self.ratios[i]
-        return _Estimate(r, r - 0.005, r + 0.005)
-
-    def verdict(self, i, timing, min_gain, against=0):
-        return "faster" if self.ratios[i] < 0.99 else "same"
-
-
-class _Backend:
-    """Each comparison's contenders at a fixed time ratio by their actions (1.0 where none is given)."""
-
-    def __init__(self, ratios: dict):
-        self.table, self.seen = ratios, []
-
-    def compare(self, spec, variants, timing):
-        self.seen.append(variants)
-        return _Cmp(variants, lambda v: self.table.get("+".join(v.actions), 1.0))
 
 
 def _kernel_with_blocks(tmp_path):
@@ -90,7 +45,7 @@ def test_block_variants_launch_on_their_own_grid_and_the_rest_are_said(tmp_path)
 
 def test_a_block_winner_gets_ptx_actions_on_top_with_its_launch_and_is_confirmed(tmp_path):
     folder, spec, grid = _kernel_with_blocks(tmp_path)
-    backend = _Backend({"XBLOCK=512": 0.9})
+    backend = StubBackend({"XBLOCK=512": 0.9})
     row = blocks_kernel(spec, folder, None, backend, timing=None, min_gain=0.01)
     first, second, confirm = backend.seen
     assert [v.actions for v in first] == [(), ("XBLOCK=512",)]
@@ -105,9 +60,9 @@ def test_a_block_winner_gets_ptx_actions_on_top_with_its_launch_and_is_confirmed
 def test_an_earlier_winner_that_stays_fastest_is_confirmed_beside_stock_alone(tmp_path):
     folder, spec, _ = _kernel_with_blocks(tmp_path)
     prior = block_variants(folder, spec)[0][0].__class__(spec, "// prior", ("num_warps=2",))
-    backend = _Backend({"XBLOCK=512": 0.97, "num_warps=2": 0.95})
+    backend = StubBackend({"XBLOCK=512": 0.97, "num_warps=2": 0.95})
     row = blocks_kernel(spec, folder, prior, backend, timing=None, min_gain=0.01)
     assert [v.actions for v in backend.seen[1]] == [(), ("num_warps=2",)]
     assert row["best"]["actions"] == ["num_warps=2"] and not row["block_root"]
-    none = blocks_kernel(spec, folder, None, _Backend({}), timing=None, min_gain=0.01)
+    none = blocks_kernel(spec, folder, None, StubBackend({}), timing=None, min_gain=0.01)
     assert none["speedup"] == 1.0 and none["best"]["verdict"] == "none"

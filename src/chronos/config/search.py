@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from chronos.config.checks import check
 from chronos.config.checks import check as _check
 from chronos.config.learning import EnvConfig
-from chronos.config.measure import TimingConfig
+from chronos.config.measure import TimingConfig, parse_tolerance
 from chronos.config.workloads import FAMILIES, check_families
 
 
@@ -135,6 +135,9 @@ class KnobCensusConfig:
     """(gpu) no new kernel starts after this many seconds."""
     l2_demote: bool = True
     """As search.census: the stock kernels' PTX can hold L2 evict_last hints."""
+    anchor_tolerance: str = "rtol=0.02,atol=0.001"
+    """(stage knob_anchors) Inductor's tuners reorder reductions: their configs are timed within this
+    (measure.tolerance's form); every row still says whether it kept stock's bits."""
     SECTION: typing.ClassVar[str] = "search.knob_census"
 
     def timing_for(self, timing: TimingConfig) -> TimingConfig:
@@ -143,6 +146,10 @@ class KnobCensusConfig:
     def __post_init__(self) -> None:
         s = self.SECTION
         check(self.per_family >= 1, f"{s}.per_family", f"must be >= 1, got {self.per_family}")
+        try:
+            parse_tolerance(self.anchor_tolerance)
+        except ValueError as e:
+            check(False, f"{s}.anchor_tolerance", str(e))
         check(all(f.startswith("captured/") for f in self.families), f"{s}.families",
               f"only captured workloads have knob variants: {list(self.families)}")
         check_families(self.families, f"{s}.families")

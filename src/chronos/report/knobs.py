@@ -10,19 +10,28 @@ def _workload(family: str) -> str:
     return family.split("/", 1)[1] if family.startswith("captured/") else family
 
 
-def knob_metrics(census: dict | None, joint: dict | None = None) -> dict:
+def knob_metrics(census: dict | None, joint: dict | None = None, blocks: dict | None = None,
+                 anchors: dict | None = None) -> dict:
     """knobs.<workload>.{kernels,measured,faster,time_geomean,exact_share} and, per knob,
     knobs.<workload>.<knob>.{variant,exact,faster,exact_share}: the census of single compile-knob values;
-    v3.<workload>.{kernels,measured,faster,time_geomean,exact_share,ptx_on_top,knob_root}: the joint space's
-    first step (the knob winner, then one v2 PTX action on top), against stock."""
+    v3.<workload>.{kernels,measured,faster,time_geomean,exact_share,...}: the joint space against stock, from
+    its latest step that measured the workload (knob_blocks: block sizes too, else knob_ptx);
+    anchor.<workload>.{max_autotune,coordesc}.{time_geomean,kernels} and v3_on_coordesc.<workload>: Inductor's
+    tuners beside stock, and v2 PTX on top of coordinate descent's kernels (stage knob_anchors)."""
     out: dict = {}
     for family, s in ((census or {}).get("summary") or {}).items():
         if s.get("measured"):
             out.setdefault("knobs", {})[_workload(family)] = {**{k: s[k] for k in FIELDS}, **s["knobs"]}
-    for family, s in ((joint or {}).get("summary") or {}).items():
+    for step, keys in ((joint, ("ptx_on_top", "knob_root")), (blocks, ("ptx_on_top", "block_root"))):
+        for family, s in ((step or {}).get("summary") or {}).items():
+            if s.get("measured"):  # a later step replaces an earlier one's numbers
+                out.setdefault("v3", {})[_workload(family)] = {k: s[k] for k in (*FIELDS, *keys)}
+    for family, s in ((anchors or {}).get("summary") or {}).items():
         if s.get("measured"):
-            out.setdefault("v3", {})[_workload(family)] = {
-                k: s[k] for k in (*FIELDS, "ptx_on_top", "knob_root")}
+            w = _workload(family)
+            out.setdefault("anchor", {})[w] = {m: {k: s[m][k] for k in ("kernels", "time_geomean")}
+                                               for m in ("max_autotune", "coordesc")}
+            out.setdefault("v3_on_coordesc", {})[w] = dict(s["v3_on_coordesc"])
     return out
 
 

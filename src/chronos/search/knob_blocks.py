@@ -133,3 +133,26 @@ def blocks_summary(rows: list[dict]) -> dict:
             "ptx_on_top": sum(bool(r["ptx_on_top"]) for r in done),
             "exact_share": sum(s["exact"] for s in per.values()) / n if n else None,
             "blocks": dict(sorted(per.items()))}
+
+
+def v3_winner(spec, folder: Path, parts: dict[str, Path], family: str) -> Variant | None:
+    """Chronos v3's confirmed winner for this kernel, rebuilt from its actions: knob_blocks' where that stage
+    measured the kernel, else knob_ptx's (`parts`: {"knob_census", "knob_ptx", "knob_blocks"} -> parts
+    folders); None where nothing won."""
+    part = parts["knob_blocks"] / family / f"{spec.kernel}.json"
+    prior = prior_winner(spec, folder, parts["knob_census"], parts["knob_ptx"], family)
+    if not part.is_file():
+        return prior
+    row = json.loads(part.read_text())
+    best = row.get("best") or {}
+    if best.get("verdict") != FASTER:
+        return None
+    want = tuple(best["actions"])
+    if not row.get("block_root"):
+        return prior if prior is not None and prior.actions == want else None
+    root = next((v for v in block_variants(folder, spec)[0] if v.actions == want[:1]), None)
+    found = root if len(want) == 1 else next((v for v in on_top(spec, root) if v.actions == want), None) \
+        if root is not None else None
+    if found is None:
+        raise ChronosError(f"{spec.kernel}: knob_blocks' winner {'+'.join(want)} cannot be rebuilt")
+    return found

@@ -1,23 +1,26 @@
-"""The shell that stages knob_census, knob_ptx and knob_blocks share (not a stage itself): arguments, the
-backend, the per-kernel loop over the captured families (chronos.search.knob_census, .knob_ptx, .knob_blocks)
-and the report."""
+"""The shell that stages knob_census, knob_ptx, knob_blocks and knob_anchors share (not a stage itself):
+arguments, the backend, the per-kernel loop over the captured families (chronos.search.knob_census,
+.knob_ptx, .knob_blocks, .knob_anchors) and the report."""
 
 from __future__ import annotations
 
 import json
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from chronos.measure.backend import ReplayBackend
 from chronos.search.headroom import selected
-from chronos.search.knob_blocks import blocks_kernel, blocks_summary, prior_winner
+from chronos.search.knob_anchors import anchors_kernel, anchors_summary
+from chronos.search.knob_blocks import blocks_kernel, blocks_summary, prior_winner, v3_winner
 from chronos.search.knob_census import census_family, census_kernel, knob_summary
 from chronos.search.knob_ptx import joint_kernel, joint_summary, knob_winner
 from chronos.stages.common import command_line, run_stage, write_json
 from chronos.stages.measuring import add_backend_arguments, open_backend
 
-SUMMARIES = {"knob_census": knob_summary, "knob_ptx": joint_summary, "knob_blocks": blocks_summary}
+SUMMARIES = {"knob_census": knob_summary, "knob_ptx": joint_summary, "knob_blocks": blocks_summary,
+             "knob_anchors": anchors_summary}
 
 
 def add_arguments(ap) -> None:
@@ -25,12 +28,35 @@ def add_arguments(ap) -> None:
     ap.add_argument("--knob-parts", type=Path, default=Path("data/knob_census"),
                     help="(knob_ptx, knob_blocks) the census's parts: each kernel's knob winner")
     ap.add_argument("--joint-parts", type=Path, default=Path("data/knob_ptx"),
-                    help="(knob_blocks) knob_ptx's parts: each kernel's earlier winner")
+                    help="(knob_blocks, knob_anchors) knob_ptx's parts: each kernel's earlier winner")
+    ap.add_argument("--blocks-parts", type=Path, default=Path("data/knob_blocks"),
+                    help="(knob_anchors) knob_blocks' parts: Chronos v3's winners beside the anchors")
     ap.add_argument("--kernels", type=Path, default=Path("data/kernels"))
     ap.add_argument("--parts", type=Path, help="default data/<section>")
     ap.add_argument("--out", type=Path, help="default reports/<section>.json")
     ap.add_argument("--budget", type=float, help="(gpu) seconds; default search.knob_census.budget_s")
     add_backend_arguments(ap)
+
+
+def measurer(args, folder: Path, family: str, backend, timing, min_gain: float):
+    """The section's measurement of one kernel of `family` (a row); earlier steps come from their parts."""
+    section = args.section
+
+    def measure(spec) -> dict:
+        if section == "knob_census":
+            return census_kernel(spec, folder, backend, timing, min_gain)
+        if section == "knob_ptx":
+            knob = knob_winner(args.knob_parts, family, spec.kernel)
+            return joint_kernel(spec, folder, knob, backend, timing, min_gain)
+        if section == "knob_blocks":
+            prior = prior_winner(spec, folder, args.knob_parts, args.joint_parts, family)
+            return blocks_kernel(spec, folder, prior, backend, timing, min_gain)
+        parts = {"knob_census": args.knob_parts, "knob_ptx": args.joint_parts,
+                 "knob_blocks": args.blocks_parts}
+        won = v3_winner(spec, folder, parts, family)
+        return anchors_kernel(spec, folder, won, backend, timing, min_gain)
+
+    return measure
 
 
 def run(args, cfg) -> int:
@@ -39,6 +65,8 @@ def run(args, cfg) -> int:
     out_path = args.out or Path("reports", f"{args.section}.json")
     timing = kcfg.timing_for(cfg.timing)
     budget = args.budget if args.budget is not None else kcfg.budget_s
+    if args.section == "knob_anchors":  # Inductor's tuners change numerics: timed within a tolerance
+        cfg = replace(cfg, measure=replace(cfg.measure, tolerance=kcfg.anchor_tolerance))
     backend = open_backend(args, cfg)
     t0 = time.perf_counter()
     try:
@@ -46,18 +74,7 @@ def run(args, cfg) -> int:
         rows = []
         min_gain = cfg.search.greedy.min_gain
         for family in kcfg.families:
-            folder = args.kernels / family
-            if args.section == "knob_census":
-                def measure(spec, folder=folder):
-                    return census_kernel(spec, folder, backend, timing, min_gain)
-            elif args.section == "knob_ptx":
-                def measure(spec, folder=folder, family=family):
-                    knob = knob_winner(args.knob_parts, family, spec.kernel)
-                    return joint_kernel(spec, folder, knob, backend, timing, min_gain)
-            else:
-                def measure(spec, folder=folder, family=family):
-                    prior = prior_winner(spec, folder, args.knob_parts, args.joint_parts, family)
-                    return blocks_kernel(spec, folder, prior, backend, timing, min_gain)
+            measure = measurer(args, args.kernels / family, family, backend, timing, min_gain)
             rows += census_family(family, selected(args.kernels, family, kcfg.per_family), measure,
                                   parts, replay, lambda: time.perf_counter() - t0 > budget,
                                   backend.provenance, args.section)
@@ -79,6 +96,6 @@ def run(args, cfg) -> int:
 
 
 def main(section: str, doc: str, argv: list[str] | None) -> int:
-    """Run the stage of `section` (knob_census, knob_ptx or knob_blocks)."""
+    """Run the stage of `section` (knob_census, knob_ptx, knob_blocks or knob_anchors)."""
     argv = sys.argv[1:] if argv is None else argv
     return run_stage(section, doc, add_arguments, run, ["--section", section, *argv])

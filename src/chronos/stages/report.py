@@ -43,7 +43,9 @@ OPTIONAL = {"random_results": "random-search results", "oracle": "oracle report"
             "confirm": "confirm report", "aa": "A/A test", "captured": "captured-workload summary",
             "headroom": "headroom report", "census": "census report", "heldout": "held-out evaluation",
             "random_time": "random search in time", "reliability": "bad-input benchmark",
-            "knob_census": "compile-knob census", "knob_ptx": "knobs with PTX actions on top"}
+            "knob_census": "compile-knob census", "knob_ptx": "knobs with PTX actions on top",
+            "knob_blocks": "block sizes beside the knob winners",
+            "knob_anchors": "Inductor's tuners as anchors"}
 
 
 def _read_inputs(reports: Path) -> dict:
@@ -87,7 +89,7 @@ def _body(args, cfg) -> None:
                               search, x["aa"])
     metrics.update(captured_metrics(x["captured"]))
     metrics.update(headroom_metrics(x["headroom"], x["census"], x["heldout"], x["random_time"]))
-    metrics.update(knob_metrics(x["knob_census"], x["knob_ptx"]))
+    metrics.update(knob_metrics(x["knob_census"], x["knob_ptx"], x["knob_blocks"], x["knob_anchors"]))
     if x["reliability"]:  # benchmarks/bench_reliability.py: bad input through the CLI, counted
         metrics["reliability"] = {k: x["reliability"][k] for k in ("inputs_tried", "tracebacks", "silent")}
     if (r / "heldout_curves.csv").is_file() and x["heldout"]:

@@ -1,0 +1,109 @@
+"""Inductor's own tuners as anchors, side by side with Chronos (#28 item 5): per captured kernel, the config
+that max-autotune and coordinate descent choose for the same source (scripts/make_anchor_variants.py),
+timed in one comparison beside stock and Chronos v3's confirmed winner (knob_blocks, else knob_ptx).
+
+The anchors accept changed numerics, so this comparison runs in the tolerance mode (measure.tolerance from
+search.knob_census.anchor_tolerance): every contender within it is timed, and each row says whether it kept
+stock's bits. An anchor whose tuner chose the stock config is the stock kernel (speedup 1.0, not timed);
+one whose run did not launch the kernel (another fusion) is left out of its geomean, with why. Then the v2
+PTX actions on top of coordinate descent's kernel, beside it alone: what Chronos adds to Inductor's best.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from chronos.errors import ChronosError
+from chronos.kernels.spec import read_ptx, read_ptx_file
+from chronos.kernels.variant import Launch, Variant
+from chronos.measure.numerics import bit_exact
+from chronos.measure.verdicts import FASTER, geomean
+from chronos.search.knob_census import compare_and_confirm, racy
+from chronos.search.knob_ptx import on_top
+from chronos.search.timed import time_row
+
+MANIFEST = "anchors.json"
+MODES = ("max_autotune", "coordesc")
+
+
+def anchor_variants(folder: Path, spec) -> tuple[dict[str, Variant], dict[str, str]]:
+    """mode -> the anchor's variant for this spec's launch; mode -> "same_as_stock" or why there is none."""
+    manifest = folder / MANIFEST
+    if not manifest.is_file():
+        raise ChronosError(f"{spec.kernel}: no {manifest} (make it on a GPU image: "
+                           "scripts/make_anchor_variants.py)")
+    entry = json.loads(manifest.read_text())["kernels"].get(spec.ptx) or {}
+    variants, other = {}, {}
+    for mode in MODES:
+        v = entry.get(mode) or {"error": "not in the manifest"}
+        grid = (v.get("grids") or {}).get(spec.kernel)
+        if v.get("same_as_stock"):
+            other[mode] = "same_as_stock"
+        elif "ptx" not in v or grid is None:
+            other[mode] = v.get("error") or "no grid for this launch"
+        else:
+            launch = Launch((32 * v["num_warps"], 1, 1), v["shared"], tuple(grid))
+            ptx = read_ptx_file(folder / v["ptx"])
+            variants[mode] = Variant(spec, ptx, (f"anchor:{mode}",), launch=launch)
+    return variants, other
+
+
+def anchors_kernel(spec, folder: Path, chronos: Variant | None, backend, timing, min_gain: float) -> dict:
+    """One kernel: stock, the anchors and Chronos's winner in one comparison; then PTX actions on top of
+    coordinate descent's kernel beside it."""
+    stock_ptx = read_ptx(folder / "specs.json", spec)
+    if skipped := racy(spec, stock_ptx):
+        return skipped
+    stock = Variant(spec, stock_ptx, ())
+    anchors, other = anchor_variants(folder, spec)
+    first = [stock, *anchors.values(), *([chronos] if chronos is not None else [])]
+    row: dict = {"kernel": spec.kernel, "anchors": {m: {"reason": why} for m, why in other.items()}}
+    if len(first) > 1:
+        cmp = backend.compare(spec, first, timing)
+        if not cmp.baseline.valid:
+            return {"kernel": spec.kernel, "error": f"stock invalid ({cmp.baseline.reason})"}
+        rows = [{"action": "+".join(v.actions), **time_row(cmp, i, timing, min_gain)}
+                for i, v in enumerate(first[1:], 1)]
+        for mode, r in zip(anchors, rows, strict=False):
+            row["anchors"][mode] = r
+        if chronos is not None:
+            row["chronos"] = rows[-1]
+    contenders = (*row["anchors"].values(), row.get("chronos") or {})
+    timed = [r for r in contenders if r.get("verdict") == FASTER]
+    fastest = min(timed, key=lambda r: r["ratio"]) if timed else None
+    row["best"] = {"actions": fastest["actions"], "verdict": FASTER} if fastest else {"actions": [],
+                                                                                       "verdict": "none"}
+    row["speedup"] = (speedup_of(row["chronos"]) or 1.0) if "chronos" in row else 1.0
+    if "coordesc" in anchors:
+        root = anchors["coordesc"]
+        on = compare_and_confirm(spec, [root, *on_top(spec, root)], backend, timing, min_gain)
+        row["on_coordesc"] = {k: on[k] for k in ("best", "speedup") if k in on} or {"error": on.get("error")}
+    return row
+
+
+def speedup_of(r: dict) -> float | None:
+    """stock / contender from its row (1.0 for a stock-config anchor); None where it was not timed."""
+    if r.get("reason") == "same_as_stock":
+        return 1.0
+    return 1.0 / r["ratio"] if r.get("valid") and r.get("ratio") else None
+
+
+def anchors_summary(rows: list[dict]) -> dict:
+    """Per anchor: kernels with a time, their geomean speedup over stock, how many kept stock's bits;
+    Chronos's winner in the same comparisons; v2 PTX on top of coordinate descent's kernels."""
+    done = [r for r in rows if "anchors" in r]
+    out: dict = {"kernels": len(rows), "measured": len(done)}
+    for mode in MODES:
+        rs = [r["anchors"].get(mode, {}) for r in done]
+        sp = [s for s in map(speedup_of, rs) if s is not None]
+        out[mode] = {"kernels": len(sp), "time_geomean": geomean(sp) if sp else None,
+                     "bit_exact": sum(1 for r in rs if bit_exact(r) or r.get("reason") == "same_as_stock"),
+                     "not_launched": sum(1 for r in rs if "launched no kernel" in str(r.get("reason", "")))}
+    ch = [s for s in (speedup_of(r["chronos"]) for r in done if "chronos" in r) if s is not None]
+    out["chronos"] = {"kernels": len(ch), "time_geomean": geomean(ch) if ch else None}
+    on = [r["on_coordesc"] for r in done if "speedup" in r.get("on_coordesc", {})]
+    faster = sum(o["best"].get("verdict") == FASTER for o in on)
+    out["v3_on_coordesc"] = {"kernels": len(on), "faster": faster,
+                             "time_geomean": geomean([o["speedup"] for o in on]) if on else None}
+    return out
