@@ -12,6 +12,8 @@
 #     heldout_picks      the picks stage heldout made on a CPU, timed again side by side on this GPU
 #     blocks             each captured Inductor kernel's block-size variants (scripts/make_block_variants.py)
 #     knob_blocks        stage knob_blocks measured: block variants beside knob_ptx's winners, into the store
+#     anchors            Inductor's max-autotune/coordesc configs per kernel (make_anchor_variants; $WORKLOADS)
+#     knob_anchors       stage knob_anchors measured: the anchors beside stock and Chronos v3, into the store
 #     PATH.py            a research or benchmark script (experiments/..., benchmarks/...) with $ARGS
 #     RULE               a pipeline rule that measures (baseline, aa, greedy_kernel, random_search, atlas,
 #                        search_triton, confirm, grpo, evaluate, tune_captured, headroom, census, random_time,
@@ -31,7 +33,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/out}; LIMIT=${LIMIT:-540}; LOGS=$OUT/logs; mkdir -p "$LOGS"
-[[ $# -gt 0 ]] || { sed -n '2,30p' "$0"; exit 2; }
+[[ $# -gt 0 ]] || { sed -n '2,32p' "$0"; exit 2; }
 if [[ $1 == --pack-stores ]]; then
   mkdir -p .device && tar czf .device/stores.tgz data/store/measurements.sqlite data/store/atlas.sqlite
   ls -la .device/stores.tgz; exit
@@ -87,6 +89,10 @@ print(','.join(workload(n).name for n in (sys.argv[1].split() or NAMES)))" "${WO
     knob_blocks)
       python3 -m chronos.stages.knob_blocks --params params.yaml --backend gpu --parts data/knob_blocks \
         --store data/store/measurements.sqlite --out reports/knob_blocks.json ${KNOB_BUDGET:+--budget $KNOB_BUDGET} ;;
+    anchors) python3 scripts/make_anchor_variants.py --out . ${WORKLOADS:+--workloads $WORKLOADS} ;;
+    knob_anchors)
+      python3 -m chronos.stages.knob_anchors --params params.yaml --backend gpu --parts data/knob_anchors \
+        --store data/store/measurements.sqlite --out reports/knob_anchors.json ${KNOB_BUDGET:+--budget $KNOB_BUDGET} ;;
     *.py) python3 "$t" ${ARGS:-} ;;
     */*) "${SMK[@]}" --force -- "$t" ;;  # an output file: the one job that writes it (a wildcard rule's)
     *) "${SMK[@]}" --forcerun "$t" --allowed-rules "$t" -- "$t" ;;
