@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import threading
 
-from chronos.triton.patch_on_import import PatchOnImport
+from chronos.triton.patch_on_import import PatchOnImport, after_init
 from chronos.triton.tuned_configs import ConfigEntry, KernelConfig
 
 JIT_DEFAULTS = {"num_warps": 4, "num_stages": 3}
@@ -152,20 +152,14 @@ def _copy_config(cfg, tuned: KernelConfig):
 _STATE: dict = {"session": None, "last": None, "finder": None}
 
 
+def _apply(autotuner) -> None:
+    session = _STATE["session"]
+    if session is not None:
+        session.inductor(autotuner)
+
+
 def _wrap_inductor(mod) -> None:
-    cls = mod.CachingAutotuner
-    init = cls.__init__
-    if getattr(init, "__chronos_configs__", False):
-        return
-
-    def __init__(self, *args, **kwargs):
-        init(self, *args, **kwargs)
-        session = _STATE["session"]
-        if session is not None:
-            session.inductor(self)
-
-    __init__.__chronos_configs__ = True
-    cls.__init__ = __init__
+    after_init(mod.CachingAutotuner, "__chronos_configs__", _apply)
 
 
 def _wrap_jit(mod) -> None:

@@ -32,6 +32,7 @@ from chronos.errors import ChronosError, ToolchainError
 from chronos.toolchain import gpu_name, ptxas_version
 from chronos.triton import deploy_configs
 from chronos.triton.deploy_cache import cache_digest, isolate_cache, restore_cache
+from chronos.triton.patch_on_import import after_init
 from chronos.triton.rederive import DeriveError, tuned_ptx
 from chronos.triton.tuned_configs import config_entries
 from chronos.triton.tuned_db import Entry, TunedDB, TunedKey, content_hash, entry_names, make_key
@@ -342,21 +343,16 @@ def _count_loads() -> None:
     skip the stage hook: without this a warm cache would report 0 swapped while tuned binaries run)."""
     from triton.compiler import compiler
 
-    init = compiler.CompiledKernel.__init__
-    if getattr(init, "__chronos_count__", False):
-        return
+    after_init(compiler.CompiledKernel, "__chronos_count__", _loaded)
 
-    def counted(self, *args, **kwargs):
-        init(self, *args, **kwargs)
-        session = _STATE["session"]
-        if session is not None:
-            try:
-                session.loaded(self)
-            except Exception:  # noqa: BLE001, S110 - counting must never break a load
-                pass
 
-    counted.__chronos_count__ = True
-    compiler.CompiledKernel.__init__ = counted
+def _loaded(kernel) -> None:
+    session = _STATE["session"]
+    if session is not None:
+        try:
+            session.loaded(kernel)
+        except Exception:  # noqa: BLE001, S110 - counting must never break a load
+            pass
 
 
 def disable() -> None:

@@ -17,25 +17,18 @@ from __future__ import annotations
 import weakref
 from dataclasses import dataclass, field
 
-from chronos.triton.patch_on_import import PatchOnImport
+from chronos.triton.patch_on_import import PatchOnImport, after_init
 
 _STATE: dict = {"tuners": None, "finder": None}
 
 
+def _register(autotuner) -> None:
+    if _STATE["tuners"] is not None:
+        _STATE["tuners"].add(autotuner)
+
+
 def _wrap(mod) -> None:
-    cls = mod.CachingAutotuner
-    init = cls.__init__
-    if getattr(init, "__chronos_sets__", False):
-        return
-
-    def __init__(self, *args, **kwargs):
-        init(self, *args, **kwargs)
-        tuners = _STATE["tuners"]
-        if tuners is not None:
-            tuners.add(self)
-
-    __init__.__chronos_sets__ = True
-    cls.__init__ = __init__
+    after_init(mod.CachingAutotuner, "__chronos_sets__", _register)
 
 
 def track(on_error=lambda module: None) -> weakref.WeakSet:

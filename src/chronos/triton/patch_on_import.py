@@ -49,6 +49,23 @@ class PatchOnImport(importlib.abc.MetaPathFinder):
         return self
 
 
+def after_init(cls, mark: str, then: Callable[[object], None]) -> None:
+    """Wrap `cls.__init__` once per `mark` so that `then(instance)` runs after it (several marks stack)."""
+    init = cls.__init__
+    if getattr(init, mark, False):
+        return
+
+    def __init__(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        then(self)
+
+    marks = (*getattr(init, "__chronos_marks__", ()), mark)  # the wrappers below stay visible as wrapped
+    for m in marks:
+        setattr(__init__, m, True)
+    __init__.__chronos_marks__ = marks
+    cls.__init__ = __init__
+
+
 class _PatchingLoader(importlib.abc.Loader):
     def __init__(self, loader, finder: PatchOnImport, name: str):
         self.loader, self.finder, self.name = loader, finder, name

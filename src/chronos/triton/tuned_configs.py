@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from chronos.triton.tuned_db import TunedDB, TunedDBError, _json, _now, _sqlite_errors
+from chronos.triton.tuned_db import TunedDB, TunedDBError, _json, _now, _sqlite_errors, check_ratio
 from chronos.triton.tuned_db import show as show_ptx
 
 SCHEMA = """
@@ -112,11 +111,7 @@ def _row_digest(row: dict) -> str:
 def _check(stock: KernelConfig, tuned: KernelConfig, ratio: float, ci, verification) -> None:
     if stock == tuned:
         raise TunedDBError("a tuned config must differ from its stock config")
-    low, high = ci
-    if not all(isinstance(v, int | float) and math.isfinite(v) and v > 0 for v in (ratio, low, high)) \
-            or not low <= high:
-        raise TunedDBError(f"ratio {ratio} and interval [{low}, {high}] must be finite and positive, "
-                           "low <= high")
+    check_ratio(ratio, ci)
     if not isinstance(verification, dict) or "bit_exact" not in verification:
         raise TunedDBError("a tuned config needs its verification record ({'bit_exact': ..., ...})")
 

@@ -193,6 +193,11 @@ def _check_entry(key: TunedKey, actions, ptx: str, ratio: float, ci) -> None:
     names = entry_names(ptx)
     if names != [key.kernel]:
         raise TunedDBError(f"tuned PTX must define exactly the entry {key.kernel!r}; it defines {names}")
+    check_ratio(ratio, ci)
+
+
+def check_ratio(ratio: float, ci) -> None:
+    """A time ratio and its interval that mean something: finite, positive, low <= high."""
     low, high = ci
     if not all(isinstance(v, int | float) and math.isfinite(v) and v > 0 for v in (ratio, low, high)) \
             or not low <= high:
