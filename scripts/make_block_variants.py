@@ -17,9 +17,7 @@ data/kernels/captured/<w>/blocks.json, .../blocks/<stem>/<label>.ptx.gz and .../
 
 from __future__ import annotations
 
-import argparse
 import concurrent.futures as cf
-import datetime
 import json
 import multiprocessing
 import os
@@ -30,9 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from make_knob_variants import cache_by_identity, gz, inductor_ptxas, run_workloads
+from make_knob_variants import cache_by_identity, gz, rerun
 
-from chronos.config.workloads import NAMES
 from chronos.kernels.spec import read_ptx_file
 from chronos.triton.inductor_source import build_kernel, error_text
 from chronos.triton.tuned_db import ptx_identity_sha256
@@ -108,23 +105,7 @@ def record(folder: Path, e: dict, res: dict) -> None:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--workloads", nargs="*", default=list(NAMES))
-    p.add_argument("--jobs", type=int, default=os.cpu_count() or 4)
-    p.add_argument("--scratch", type=Path, default=Path("/tmp/chronos-blocks"))
-    args = p.parse_args()
-    logs = args.scratch / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    codes = run_workloads(args.workloads, args.scratch, logs)
-    print("workloads:", codes, flush=True)
-    import torch
-    import triton
-
-    prov = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
-            "torch": torch.__version__, "triton": triton.__version__, "workload_exit": codes,
-            "command": " ".join(sys.argv), "ptxas": inductor_ptxas()}
+    args, prov = rerun(__doc__, "/tmp/chronos-blocks")
     manifests, jobs = {}, []
     for w in args.workloads:
         found = cache_by_identity(args.scratch / f"triton-{w}")

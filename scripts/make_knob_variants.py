@@ -119,12 +119,14 @@ def workload_jobs(w: str, found: dict) -> tuple[dict, list]:
     return entries, jobs
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def rerun(doc: str, scratch: str) -> tuple[argparse.Namespace, dict]:
+    """The builders' common start: their arguments, every workload run once with fresh caches, the
+    provenance (date, GPU, torch, Triton, exit codes, command, the ptxas Inductor uses)."""
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--workloads", nargs="*", default=list(NAMES))
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 4)
-    p.add_argument("--scratch", type=Path, default=Path("/tmp/chronos-knobs"))
+    p.add_argument("--scratch", type=Path, default=Path(scratch))
     args = p.parse_args()
     logs = args.scratch / "logs"
     logs.mkdir(parents=True, exist_ok=True)
@@ -137,6 +139,11 @@ def main() -> int:
             "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
             "torch": torch.__version__, "triton": triton.__version__, "workload_exit": codes,
             "command": " ".join(sys.argv), "ptxas": inductor_ptxas()}
+    return args, prov
+
+
+def main() -> int:
+    args, prov = rerun(__doc__, "/tmp/chronos-knobs")
     manifests, jobs = {}, []
     for w in args.workloads:
         entries, js = workload_jobs(w, cache_by_identity(args.scratch / f"triton-{w}"))

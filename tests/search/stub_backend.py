@@ -1,9 +1,28 @@
-"""A stand-in measurement backend for the compile-knob stages' tests: each comparison's contenders at a
-fixed time ratio to stock by their actions."""
+"""What the compile-knob stages' tests share: a stand-in measurement backend (each comparison's contenders at
+a fixed time ratio to stock by their actions) and a captured kernel with a knob variant to dress up."""
 
 from __future__ import annotations
 
+import json
+import shutil
 from dataclasses import dataclass
+from pathlib import Path
+
+from chronos.kernels.spec import load_specs
+
+GPT2 = Path(__file__).resolve().parents[2] / "data" / "kernels" / "captured" / "gpt2"
+
+
+def gpt2_kernel(tmp_path: Path):
+    """(a copy of gpt2's folder, its first kernel with a knob variant, that variant's knobs.json record, the
+    kernel's grid with twice the programs): made-up block or anchor variants reuse the variant's PTX."""
+    folder = tmp_path / "gpt2"
+    shutil.copytree(GPT2, folder, ignore=shutil.ignore_patterns("tune-parts", "ttir", "inputs"))
+    knobs = json.loads((folder / "knobs.json").read_text())["kernels"]
+    spec = next(s for s in load_specs(folder / "specs.json")
+                if any("ptx" in v for v in knobs.get(s.ptx, {}).get("variants", [])))
+    v = next(v for v in knobs[spec.ptx]["variants"] if "ptx" in v)
+    return folder, spec, v, [2 * spec.grid[0], spec.grid[1], spec.grid[2]]
 
 
 @dataclass

@@ -5,14 +5,12 @@ out; v2 PTX on top of coordinate descent's kernel is judged beside it."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
-from chronos.kernels.spec import load_specs
 from chronos.kernels.variant import Variant
 from chronos.search.knob_anchors import anchor_variants, anchors_kernel, anchors_summary
 
-from .stub_backend import StubBackend
+from .stub_backend import StubBackend, gpt2_kernel
 
 ROOT = Path(__file__).resolve().parents[2]
 GPT2 = ROOT / "data" / "kernels" / "captured" / "gpt2"
@@ -21,13 +19,7 @@ GPT2 = ROOT / "data" / "kernels" / "captured" / "gpt2"
 def _kernel_with_anchors(tmp_path, max_autotune: dict):
     """gpt2's first kernel with knob variants; its coordesc anchor a made-up variant (a knob variant's PTX
     on another grid), its max_autotune anchor `max_autotune`."""
-    folder = tmp_path / "gpt2"
-    shutil.copytree(GPT2, folder, ignore=shutil.ignore_patterns("tune-parts", "ttir", "inputs"))
-    knobs = json.loads((folder / "knobs.json").read_text())["kernels"]
-    spec = next(s for s in load_specs(folder / "specs.json")
-                if any("ptx" in v for v in knobs.get(s.ptx, {}).get("variants", [])))
-    v = next(v for v in knobs[spec.ptx]["variants"] if "ptx" in v)
-    grid = [2 * spec.grid[0], spec.grid[1], spec.grid[2]]
+    folder, spec, v, grid = gpt2_kernel(tmp_path)
     coordesc = {"ptx": v["ptx"], "num_warps": v["num_warps"], "shared": v["shared"],
                 "grids": {spec.kernel: grid}}
     (folder / "anchors.json").write_text(json.dumps({"kernels": {spec.ptx: {

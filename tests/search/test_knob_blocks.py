@@ -4,13 +4,11 @@ earlier winner; PTX actions go on top of a block winner with its launch; the spe
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
-from chronos.kernels.spec import load_specs
 from chronos.search.knob_blocks import block_variants, blocks_kernel, blocks_summary
 
-from .stub_backend import StubBackend
+from .stub_backend import StubBackend, gpt2_kernel
 
 ROOT = Path(__file__).resolve().parents[2]
 GPT2 = ROOT / "data" / "kernels" / "captured" / "gpt2"
@@ -19,13 +17,7 @@ GPT2 = ROOT / "data" / "kernels" / "captured" / "gpt2"
 def _kernel_with_blocks(tmp_path):
     """gpt2's first kernel with knob variants, given two made-up block variants (a knob variant's PTX,
     another grid) in a copy of its folder."""
-    folder = tmp_path / "gpt2"
-    shutil.copytree(GPT2, folder, ignore=shutil.ignore_patterns("tune-parts", "ttir", "inputs"))
-    knobs = json.loads((folder / "knobs.json").read_text())["kernels"]
-    spec = next(s for s in load_specs(folder / "specs.json")
-                if any("ptx" in v for v in knobs.get(s.ptx, {}).get("variants", [])))
-    v = next(v for v in knobs[spec.ptx]["variants"] if "ptx" in v)
-    grid = [2 * spec.grid[0], spec.grid[1], spec.grid[2]]
+    folder, spec, v, grid = gpt2_kernel(tmp_path)
     blocks = {"kernels": {spec.ptx: {"remade_stock": True, "variants": [
         {"label": "XBLOCK=512", "ptx": v["ptx"], "num_warps": v["num_warps"], "shared": v["shared"],
          "grids": {spec.kernel: grid}},
