@@ -93,7 +93,8 @@ class ConfigEntry:
     """Tuned time / stock time, side by side (below 1 = faster); `ci` its interval."""
     ci: tuple[float, float]
     verification: dict
-    """{"bit_exact": True, ...}: only bit-exact entries deploy."""
+    """{"bit_exact": True, ...}, or bit_exact False with the tolerance its tune was run with (the only
+    non-bit-exact entries that deploy)."""
     provenance: dict = field(default_factory=dict)
     created_at: str = ""
     id: int | None = None
