@@ -52,3 +52,17 @@ def test_an_anchor_whose_run_did_not_launch_the_kernel_is_left_out_with_why(tmp_
     s = anchors_summary([row])
     assert s["max_autotune"] == {"kernels": 0, "time_geomean": None, "bit_exact": 0, "not_launched": 1}
     assert row["speedup"] == 1.0 and row["best"]["verdict"] == "none"
+
+
+def test_the_stages_run_on_replay_and_say_that_nothing_is_measured_yet(tmp_path):
+    from chronos.stages import knob_anchors, knob_blocks
+
+    common = ["--params", str(ROOT / "params.yaml"), "--kernels", str(ROOT / "data/kernels"),
+              "--knob-parts", str(ROOT / "data/knob_census"), "--joint-parts", str(ROOT / "data/knob_ptx"),
+              "--backend", "replay", "--store", str(ROOT / "data/store/measurements.sqlite")]
+    for stage, name in ((knob_blocks, "knob_blocks"), (knob_anchors, "knob_anchors")):
+        out = tmp_path / f"{name}.json"
+        assert stage.main([*common, "--parts", str(tmp_path / name), "--out", str(out)]) == 0
+        got = json.loads(out.read_text())
+        assert got["section"] == name and all(s["measured"] == 0 for s in got["summary"].values())
+        assert {r["error"] for r in got["kernels"]} == {"not_measured (run this stage on a GPU)"}
