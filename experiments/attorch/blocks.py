@@ -1,9 +1,9 @@
 """Do other block sizes make a stranger's hand-written Triton kernels faster? (#28 item 7: a model whose
 norms, activations and loss run as hand-written Triton kernels.) attorch's committed capture carries
-block-size variants built on a CPU from its vendored source (scripts/make_jit_block_variants.py: 21 of 30
-stock PTX remade exactly, 60 variants); on a GPU each kernel's variants are compared side by side with
-stock, bit-exact verified, PTX actions on top of a block winner, the winner confirmed alone
-(chronos.search.knob_blocks, as stage knob_blocks does for the Inductor workloads).
+block-size variants built on a CPU from its vendored source (scripts/make_jit_block_variants.py: 28 of 30
+stock PTX remade exactly, 78 variants, for 30 of its 36 launches); on a GPU each kernel's variants are
+compared side by side with stock, bit-exact verified, PTX actions on top of a block winner, the winner
+confirmed alone (chronos.search.knob_blocks, as stage knob_blocks does for the Inductor workloads).
 
     # a GPU host (bash scripts/device.sh experiments/attorch/blocks.py, ARGS="--store /tmp/b.sqlite")
     python experiments/attorch/blocks.py --store /tmp/attorch_blocks.sqlite
