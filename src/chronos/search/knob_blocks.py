@@ -52,17 +52,22 @@ def block_variants(folder: Path, spec) -> tuple[list[Variant], list[dict]]:
     return out, others
 
 
-def prior_winner(spec, folder: Path, knob_parts: Path, joint_parts: Path, family: str) -> Variant | None:
-    """The knob_ptx step's confirmed winner for this kernel, rebuilt from its actions (None where nothing
-    won there or it was not measured)."""
-    part = joint_parts / family / f"{spec.kernel}.json"
+def confirmed(part: Path) -> tuple[dict, tuple[str, ...]] | None:
+    """(the part's row, its winner's actions) where a stage's part file holds a confirmed winner."""
     if not part.is_file():
         return None
     row = json.loads(part.read_text())
     best = row.get("best") or {}
-    if best.get("verdict") != FASTER:
+    return (row, tuple(best["actions"])) if best.get("verdict") == FASTER else None
+
+
+def prior_winner(spec, folder: Path, joint_parts: Path, family: str) -> Variant | None:
+    """The knob_ptx step's confirmed winner for this kernel, rebuilt from its actions (None where nothing
+    won there or it was not measured)."""
+    won = confirmed(joint_parts / family / f"{spec.kernel}.json")
+    if won is None:
         return None
-    want = tuple(best["actions"])
+    row, want = won
     found = next((v for v in contenders(spec, folder, row.get("root")) if v.actions == want), None)
     if found is None:
         raise ChronosError(f"{spec.kernel}: knob_ptx's winner {'+'.join(want)} cannot be rebuilt")
@@ -137,22 +142,21 @@ def blocks_summary(rows: list[dict]) -> dict:
 
 def v3_winner(spec, folder: Path, parts: dict[str, Path], family: str) -> Variant | None:
     """Chronos v3's confirmed winner for this kernel, rebuilt from its actions: knob_blocks' where that stage
-    measured the kernel, else knob_ptx's (`parts`: {"knob_census", "knob_ptx", "knob_blocks"} -> parts
-    folders); None where nothing won."""
+    measured the kernel, else knob_ptx's (`parts`: {"knob_ptx", "knob_blocks"} -> parts folders); None where
+    nothing won."""
     part = parts["knob_blocks"] / family / f"{spec.kernel}.json"
-    prior = prior_winner(spec, folder, parts["knob_census"], parts["knob_ptx"], family)
     if not part.is_file():
-        return prior
-    row = json.loads(part.read_text())
-    best = row.get("best") or {}
-    if best.get("verdict") != FASTER:
+        return prior_winner(spec, folder, parts["knob_ptx"], family)
+    won = confirmed(part)
+    if won is None:
         return None
-    want = tuple(best["actions"])
-    if not row.get("block_root"):
+    row, want = won
+    if not row.get("block_root"):  # the earlier winner stayed the fastest
+        prior = prior_winner(spec, folder, parts["knob_ptx"], family)
         return prior if prior is not None and prior.actions == want else None
     root = next((v for v in block_variants(folder, spec)[0] if v.actions == want[:1]), None)
-    found = root if len(want) == 1 else next((v for v in on_top(spec, root) if v.actions == want), None) \
-        if root is not None else None
+    candidates = [] if root is None else [root, *on_top(spec, root)]
+    found = next((v for v in candidates if v.actions == want), None)
     if found is None:
         raise ChronosError(f"{spec.kernel}: knob_blocks' winner {'+'.join(want)} cannot be rebuilt")
     return found

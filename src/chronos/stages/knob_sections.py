@@ -26,7 +26,7 @@ SUMMARIES = {"knob_census": knob_summary, "knob_ptx": joint_summary, "knob_block
 def add_arguments(ap) -> None:
     ap.add_argument("--section", choices=tuple(SUMMARIES), default="knob_census")
     ap.add_argument("--knob-parts", type=Path, default=Path("data/knob_census"),
-                    help="(knob_ptx, knob_blocks) the census's parts: each kernel's knob winner")
+                    help="(knob_ptx) the census's parts: each kernel's knob winner")
     ap.add_argument("--joint-parts", type=Path, default=Path("data/knob_ptx"),
                     help="(knob_blocks, knob_anchors) knob_ptx's parts: each kernel's earlier winner")
     ap.add_argument("--blocks-parts", type=Path, default=Path("data/knob_blocks"),
@@ -49,10 +49,9 @@ def measurer(args, folder: Path, family: str, backend, timing, min_gain: float):
             knob = knob_winner(args.knob_parts, family, spec.kernel)
             return joint_kernel(spec, folder, knob, backend, timing, min_gain)
         if section == "knob_blocks":
-            prior = prior_winner(spec, folder, args.knob_parts, args.joint_parts, family)
+            prior = prior_winner(spec, folder, args.joint_parts, family)
             return blocks_kernel(spec, folder, prior, backend, timing, min_gain)
-        parts = {"knob_census": args.knob_parts, "knob_ptx": args.joint_parts,
-                 "knob_blocks": args.blocks_parts}
+        parts = {"knob_ptx": args.joint_parts, "knob_blocks": args.blocks_parts}
         won = v3_winner(spec, folder, parts, family)
         return anchors_kernel(spec, folder, won, backend, timing, min_gain)
 
