@@ -48,3 +48,41 @@ def test_the_committed_census_winners_become_entries_once_the_sources_are_known(
         assert getattr(e.tuned, knob) == int(value) and e.stock.kwargs == e.tuned.kwargs
         assert e.ratio == r["best"]["ratio"] and e.key.gpu == "NVIDIA H200" and e.key.triton == "3.6.0"
         assert e.key.source_sha256 == identity[r["kernel"]]["source_sha256"]
+
+
+def test_joint_winners_deploy_as_a_config_and_ptx_actions_keyed_by_the_ptx_that_config_makes(tmp_path):
+    """knob_ptx's winners (a knob with a v2 action on top, or v2 actions alone): each becomes its config
+    entry and a PTX entry whose key is the knob variant's PTX (stock's where there is no knob), and the
+    hook's re-derivation remakes the measured PTX from that root."""
+    from chronos.kernels.spec import load_specs
+    from chronos.triton.rederive import tuned_ptx
+    from chronos.triton.tuned_db import ptx_identity_sha256
+    from chronos.tuning.config_db import split_winner, winner_ptx
+
+    gpt2 = ROOT / "data" / "kernels" / "captured" / "gpt2"
+    folder = tmp_path / "gpt2"
+    shutil.copytree(gpt2, folder, ignore=shutil.ignore_patterns("tune-parts", "ttir", "inputs"))
+    identity = json.loads((folder / "triton.json").read_text())
+    for name, item in identity.items():
+        item["source_sha256"] = hashlib.sha256(name.encode()).hexdigest()
+    (folder / "triton.json").write_text(json.dumps(identity))
+    parts = sorted((ROOT / "data" / "knob_ptx" / "captured" / "gpt2").glob("*.json"))
+    rows = [json.loads(p.read_text()) for p in parts]
+    won = [r for r in rows if r["best"].get("verdict") == "faster"]
+    got = write_configs(folder, parts, tmp_path / "v3.sqlite")
+    with_config = [r for r in won if split_winner(r["best"]["actions"])[0] is not None]
+    with_ptx = [r for r in won if split_winner(r["best"]["actions"])[1]]
+    assert got["entries"] == len(with_config) > 0 and got["ptx_entries"] == len(with_ptx) > 0
+    assert set(got["left_out"].values()) == {"no confirmed winner"}
+    specs = {s.kernel: s for s in load_specs(folder / "specs.json")}
+    with TunedDB(tmp_path / "v3.sqlite", readonly=True) as db:
+        entries = db.entries()
+    assert len(entries) == len(with_ptx)
+    for e in entries:
+        row = next(r for r in won if r["kernel"] == e.provenance["kernel"])
+        label, ptx_actions = split_winner(row["best"]["actions"])
+        root, tuned = winner_ptx(folder, specs[row["kernel"]], row["best"]["actions"])
+        assert list(e.actions) == ptx_actions and e.verification["config"] == label
+        assert e.key.stock_ptx_sha256 == ptx_identity_sha256(root)
+        assert ptx_identity_sha256(tuned_ptx(root, e)) == ptx_identity_sha256(tuned)
+        assert (e.key.triton_hash == identity[row["kernel"]]["hash"]) == (label is None)

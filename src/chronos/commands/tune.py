@@ -250,6 +250,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"tune: tuned DB {args.db}: {write_db(args.dir, args.parts, args.db)}")
         if args.configs_from:
             got = write_configs(args.dir, sorted(args.configs_from.glob("*.json")), args.db)
-            print(f"tune: tuned configs in {args.db}: {got['entries']} of {got['kernels']} kernels "
+            print(f"tune: v3 winners in {args.db}: {got['entries']} configs, {got['ptx_entries']} PTX "
+                  f"sets, of {got['kernels']} kernels "
                   f"({len(got['left_out'])} left out, why: {sorted(set(got['left_out'].values()))})")
     return report_not_tuned(args, selected, counts)

@@ -26,12 +26,13 @@ from pathlib import Path
 from typing import Self
 
 from chronos import __version__ as CHRONOS_VERSION
-from chronos.actions import ACTION_NAMES
+from chronos.actions import V2_NAMES
 from chronos.errors import ChronosError
 from chronos.kernels.variant import sha256_text
 
-ACTION_SPACE = "seed-20"
-"""Version of the action space whose transforms produced the tuned PTX (the seed's 20 transforms)."""
+ACTION_SPACE = "v2"
+"""Version of the action space whose transforms produced the tuned PTX: v2 (the seed's 20 transforms, the v2
+cache hints, budgets and unrolls; #28's joint winners put v2 actions on top of a compile config)."""
 
 SCHEMA_VERSION = 2
 """2: every row carries `row_sha256` over all its other columns, verified on every read."""
@@ -187,9 +188,9 @@ def _json(value, what: str) -> str:
 
 def _check_entry(key: TunedKey, actions, ptx: str, ratio: float, ci) -> None:
     """Refuse what could never be deployed: an unknown action, a renamed entry, a meaningless ratio."""
-    unknown = [a for a in actions if a not in ACTION_NAMES]
+    unknown = [a for a in actions if a not in V2_NAMES]
     if unknown:
-        raise TunedDBError(f"unknown actions {unknown} (not in chronos.actions.ACTION_NAMES)")
+        raise TunedDBError(f"unknown actions {unknown} (not in chronos.actions.V2_NAMES)")
     names = entry_names(ptx)
     if names != [key.kernel]:
         raise TunedDBError(f"tuned PTX must define exactly the entry {key.kernel!r}; it defines {names}")

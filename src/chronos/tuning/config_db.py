@@ -1,9 +1,12 @@
-"""Tuned configs written from the compile-knob stages' parts (#28): every kernel whose confirmed winner is a
-compile config alone (a knob value, a block move, or both: no PTX action on top) becomes one entry of the
-tuned DB's `configs` table (chronos.triton.tuned_configs), deployed by changing the config before Triton
-compiles. A kernel is left out, with why, when its winner holds a PTX action (that part deploys as tuned
-PTX, not here), when its winner was not bit-exact, or when nothing gives its source hash (the capture's
-triton.json since #28, or scripts/make_block_variants.py's copy of the source).
+"""Chronos v3's winners into the tuned DB (#28), from the compile-knob stages' parts. A confirmed, bit-exact
+winner is a compile config (a knob value, a block move, or both), v2 PTX actions, or a config with PTX actions
+on top. Its config becomes one entry of the `configs` table (chronos.triton.tuned_configs), deployed by
+changing the config before Triton compiles; its PTX actions become one entry of the tuned PTX table keyed by
+the PTX that config makes (stock's where there is none), so that at deployment the hook swaps in the
+actions' PTX only where Triton, under the deployed config, produced exactly the variant that was measured
+(TunedKey.code_key: a config's compile hash is not known offline, its PTX identity stands for it). A kernel
+is left out, with why, when its winner was not bit-exact, or when nothing gives its source hash (the
+capture's triton.json since #28, or scripts/make_block_variants.py's copy of the source).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import json
 import re
 from pathlib import Path
 
+from chronos.errors import ChronosError
 from chronos.measure.numerics import bit_exact
 from chronos.measure.verdicts import FASTER
 
@@ -56,19 +60,59 @@ def source_sha256(folder: Path, identity: dict, blocks_entry: dict) -> str | Non
     return None
 
 
+def split_winner(actions: list[str]) -> tuple[str | None, list[str]]:
+    """(its compile-config label or None, its PTX actions): a config, where there is one, comes first."""
+    if actions and config_change(actions[0]) is not None:
+        return actions[0], list(actions[1:])
+    return None, list(actions)
+
+
 def decision(row: dict) -> tuple[dict | None, str]:
     """(the winner's config change, "") or (None, why the row gives no config entry)."""
     best = row.get("best") or {}
     if best.get("verdict") != FASTER or not best.get("actions"):
         return None, "no confirmed winner"
-    if len(best["actions"]) != 1 or (change := config_change(best["actions"][0])) is None:
-        return None, f"its winner {'+'.join(best['actions'])} holds a PTX action (deploys as tuned PTX)"
-    label = best["actions"][0]
+    label = split_winner(best["actions"])[0]
+    if label is None:
+        return None, f"its winner {'+'.join(best['actions'])} is PTX actions alone (a tuned PTX entry)"
+    if not winner_bit_exact(row):
+        return None, f"{'+'.join(best['actions'])} was not bit-exact"
+    return config_change(label), ""
+
+
+def winner_bit_exact(row: dict) -> bool:
+    """Every measurement of the row's winner kept stock's bits."""
+    best = row["best"]
+    label = "+".join(best["actions"])
     measured = [c for c in [*row.get("candidates", []), *row.get("blocks", [])]
                 if c.get("action") == label or c.get("actions") == best["actions"]]
-    if not measured or not all(bit_exact(c) for c in measured):
-        return None, f"{label} was not bit-exact"
-    return change, ""
+    return bool(measured) and all(bit_exact(c) for c in measured)
+
+
+def winner_ptx(folder: Path, spec, actions: list[str]) -> tuple[str, str]:
+    """(the PTX the winner's config makes — stock's where it has none —, the winner's PTX): its root is its
+    knob or block variant, rebuilt as the stages built it, its PTX actions applied on top."""
+    from chronos.kernels.spec import read_ptx
+    from chronos.ptx import emit, parse
+    from chronos.search.knob_blocks import block_variants
+    from chronos.search.knob_census import knob_variants
+    from chronos.search.space import realize
+
+    label, ptx_actions = split_winner(actions)
+    if label is None:
+        root = read_ptx(folder / "specs.json", spec)
+    else:
+        made = knob_variants(folder, spec)[0] if KNOB.match(label) else block_variants(folder, spec)[0]
+        found = next((v for v in made if v.actions == (label,)), None)
+        if found is None:
+            raise ChronosError(f"{spec.kernel}: the config {label} of its winner is not among its variants")
+        root = found.ptx
+    module = parse(root)
+    module.align_contract.update(spec.alignment)
+    tuned = realize(module, ptx_actions)
+    if tuned is None:
+        raise ChronosError(f"{spec.kernel}: {'+'.join(ptx_actions)} no longer applies to its root {label}")
+    return root, emit(tuned)
 
 
 def _json(path: Path) -> dict:
@@ -76,37 +120,95 @@ def _json(path: Path) -> dict:
 
 
 def write_configs(folder: Path, parts: list[Path], db_path: Path) -> dict:
-    """Config entries for the workload in `folder` from the stage part files `parts`; returns counts and
-    the reason of every kernel left out."""
-    from chronos.triton.tuned_configs import ConfigKey, KernelConfig, put_config
+    """Tuned-DB entries for the workload in `folder` from the stage part files `parts`: a config entry per
+    winner with a compile config, a tuned PTX entry per winner with PTX actions; returns counts and the
+    reason of every kernel left out."""
+    from chronos.kernels.spec import load_specs
     from chronos.triton.tuned_db import TunedDB
 
-    specs = {s["kernel"]: s for s in json.loads((folder / "specs.json").read_text())}
-    identity = _json(folder / "triton.json")
-    knobs, blocks = (_json(folder / f).get("kernels", {}) for f in ("knobs.json", "blocks.json"))
-    versions = _json(folder / "knobs.json").get("provenance", {})
-    out: dict = {"kernels": 0, "entries": 0, "left_out": {}}
+    raw_specs = json.loads((folder / "specs.json").read_text())
+    ctx = {"folder": folder, "specs": {s["kernel"]: s for s in raw_specs},
+           "spec_objs": {s.kernel: s for s in load_specs(folder / "specs.json")},
+           "identity": _json(folder / "triton.json"),
+           "knobs": _json(folder / "knobs.json").get("kernels", {}),
+           "blocks": _json(folder / "blocks.json").get("kernels", {}),
+           "versions": _json(folder / "knobs.json").get("provenance", {})}
+    out: dict = {"kernels": 0, "entries": 0, "ptx_entries": 0, "left_out": {}}
     with TunedDB(db_path) as db:
         for path in parts:
             row = json.loads(path.read_text())
             out["kernels"] += 1
-            change, why = decision(row)
-            spec, ident = specs.get(row["kernel"]), identity.get(row["kernel"], {})
-            stock = stock_config(folder, spec, knobs.get(spec["ptx"], {})) if spec and change else None
-            sha = source_sha256(folder, ident, blocks.get(spec["ptx"], {})) if spec and change else None
-            why = why or ("no stock config recorded" if stock is None else "no source hash" if sha is None
-                          else "")
+            try:
+                why = _put_winner(db, ctx, row, path.name, out)
+            except ChronosError as e:
+                why = str(e)
             if why:
                 out["left_out"][row["kernel"]] = why
-                continue
-            tuned = {**stock, **{k: v for k, v in change.items() if k != "kwargs"},
-                     "kwargs": {**stock["kwargs"], **change["kwargs"]}}
-            prov = row.get("provenance", {})
-            key = ConfigKey(ident.get("name") or spec["entry"], sha, prov.get("gpu", ""),
-                            versions.get("torch", ""), versions.get("triton", ""))
-            best = row["best"]
-            put_config(db, key, KernelConfig.from_json(stock), KernelConfig.from_json(tuned), best["ratio"],
-                       tuple(best["ci"]), {"bit_exact": True, "verdict": best["verdict"]},
-                       {"kernel": row["kernel"], "part": path.name, "measured": prov})
-            out["entries"] += 1
     return out
+
+
+def _put_winner(db, ctx: dict, row: dict, part: str, out: dict) -> str:
+    """One part's winner into the DB (its config, then its PTX actions); why not, or ""."""
+    best = row.get("best") or {}
+    if best.get("verdict") != FASTER or not best.get("actions"):
+        return "no confirmed winner"
+    if not winner_bit_exact(row):
+        return f"{'+'.join(best['actions'])} was not bit-exact"
+    spec, ident = ctx["specs"].get(row["kernel"]), ctx["identity"].get(row["kernel"], {})
+    if spec is None:
+        return "not in the capture's specs"
+    label, ptx_actions = split_winner(best["actions"])
+    if label is not None:
+        why = _put_config(db, ctx, row, spec, ident, config_change(label), part)
+        if why:
+            return why
+        out["entries"] += 1
+    if ptx_actions:
+        why = _put_ptx(db, ctx, row, ident, label, part)
+        if why:
+            return why
+        out["ptx_entries"] += 1
+    return ""
+
+
+def _put_config(db, ctx: dict, row: dict, spec: dict, ident: dict, change: dict, part: str) -> str:
+    from chronos.triton.tuned_configs import ConfigKey, KernelConfig, put_config
+
+    stock = stock_config(ctx["folder"], spec, ctx["knobs"].get(spec["ptx"], {}))
+    sha = source_sha256(ctx["folder"], ident, ctx["blocks"].get(spec["ptx"], {}))
+    if stock is None:
+        return "no stock config recorded"
+    if sha is None:
+        return "no source hash"
+    tuned = {**stock, **{k: v for k, v in change.items() if k != "kwargs"},
+             "kwargs": {**stock["kwargs"], **change["kwargs"]}}
+    prov, versions, best = row.get("provenance", {}), ctx["versions"], row["best"]
+    key = ConfigKey(ident.get("name") or spec["entry"], sha, prov.get("gpu", ""), versions.get("torch", ""),
+                    versions.get("triton", ""))
+    put_config(db, key, KernelConfig.from_json(stock), KernelConfig.from_json(tuned), best["ratio"],
+               tuple(best["ci"]), {"bit_exact": True, "verdict": best["verdict"]},
+               {"kernel": row["kernel"], "part": part, "measured": prov})
+    return ""
+
+
+def _put_ptx(db, ctx: dict, row: dict, ident: dict, label: str | None, part: str) -> str:
+    """The winner's PTX actions, keyed by the PTX its config makes (Triton's hash where stock is the root;
+    a config's compile hash is unknown offline: "config:<label>", and the code key finds it)."""
+    from chronos.triton.tuned_db import entry_names, make_key
+
+    spec = ctx["spec_objs"][row["kernel"]]
+    best, prov = row["best"], row.get("provenance", {})
+    name = ident.get("name")
+    triton_hash = ident.get("hash") if label is None else f"config:{label}"
+    if not (name and triton_hash):
+        return "no Triton identity (name, compile hash) in triton.json"
+    if missing := [k for k in ("gpu", "driver", "ptxas") if not prov.get(k)]:
+        return f"its part's provenance lacks {missing}"
+    root, tuned = winner_ptx(ctx["folder"], spec, best["actions"])
+    if entry_names(tuned) != [name]:
+        return f"its PTX defines {entry_names(tuned)}, not {name}"
+    key = make_key(triton_hash, root, name, gpu=prov["gpu"], driver=prov["driver"], ptxas=prov["ptxas"])
+    db.put(key, split_winner(best["actions"])[1], tuned, best["ratio"], tuple(best["ci"]),
+           {"bit_exact": True, "verdict": best["verdict"], "config": label},
+           {"kernel": row["kernel"], "part": part, "alignment": dict(spec.alignment)})
+    return ""
