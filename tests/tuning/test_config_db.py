@@ -86,3 +86,15 @@ def test_joint_winners_deploy_as_a_config_and_ptx_actions_keyed_by_the_ptx_that_
         assert e.key.stock_ptx_sha256 == ptx_identity_sha256(root)
         assert ptx_identity_sha256(tuned_ptx(root, e)) == ptx_identity_sha256(tuned)
         assert (e.key.triton_hash == identity[row["kernel"]]["hash"]) == (label is None)
+
+
+def test_a_later_stage_s_part_of_a_kernel_supersedes_an_earlier_one_s(tmp_path):
+    from chronos.tuning.config_db import latest_parts
+
+    for stage, kernels in (("knob_ptx", ("a", "b")), ("knob_blocks", ("b", "c"))):
+        (tmp_path / stage).mkdir()
+        for k in kernels:
+            (tmp_path / stage / f"{k}.json").write_text("{}")
+    got = latest_parts([tmp_path / "knob_ptx", tmp_path / "knob_blocks", tmp_path / "absent"])
+    assert [p.relative_to(tmp_path).as_posix() for p in got] == [
+        "knob_ptx/a.json", "knob_blocks/b.json", "knob_blocks/c.json"]

@@ -44,7 +44,7 @@ from chronos.commands.tune_args import resolve_paths
 from chronos.commands.tune_summary import report_not_tuned
 from chronos.errors import ChronosError
 from chronos.kernels.profile import by_gpu_time
-from chronos.tuning.config_db import write_configs
+from chronos.tuning.config_db import latest_parts, write_configs
 from chronos.tuning.db import write_db
 from chronos.tuning.deploy_rule import deploys
 from chronos.tuning.kernel import captured_present, confirm_one, skipped_as_racy, tune_one
@@ -75,10 +75,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="(gpu) compare once more every deployed set whose confirmation ran without the "
                         "captured inputs, now present (the earlier one moves to confirm_history)")
     p.add_argument("--merge-only", action="store_true", help="only write --db from existing parts")
-    p.add_argument("--configs-from", type=Path, metavar="PARTS",
-                   help="with --db: also a tuned config for each kernel whose confirmed winner in these "
-                        "compile-knob stage parts (data/knob_census/<w>, data/knob_blocks/<w>) is a config "
-                        "alone")
+    p.add_argument("--configs-from", type=Path, nargs="+", metavar="PARTS",
+                   help="with --db: Chronos v3's confirmed winners in these compile-knob stage parts "
+                        "(data/knob_ptx/<w>, data/knob_blocks/<w>; a later folder's part of a kernel "
+                        "supersedes an earlier one's): each one's config and PTX actions")
     p.add_argument("--backend", choices=("gpu", "replay", "auto"), default="auto")
     p.add_argument("--store", type=Path, help="the measurement store: replay answers from it, gpu records "
                                               "into it (default: DIR/measurements.sqlite)")
@@ -249,7 +249,7 @@ def run(args: argparse.Namespace) -> int:
     if args.db:
         print(f"tune: tuned DB {args.db}: {write_db(args.dir, args.parts, args.db)}")
         if args.configs_from:
-            got = write_configs(args.dir, sorted(args.configs_from.glob("*.json")), args.db)
+            got = write_configs(args.dir, latest_parts(args.configs_from), args.db)
             print(f"tune: v3 winners in {args.db}: {got['entries']} configs, {got['ptx_entries']} PTX "
                   f"sets, of {got['kernels']} kernels "
                   f"({len(got['left_out'])} left out, why: {sorted(set(got['left_out'].values()))})")

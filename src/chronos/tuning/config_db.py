@@ -115,6 +115,16 @@ def winner_ptx(folder: Path, spec, actions: list[str]) -> tuple[str, str]:
     return root, emit(tuned)
 
 
+def latest_parts(folders: list[Path]) -> list[Path]:
+    """One part per kernel from the stage part folders, a later folder's superseding an earlier one's (the
+    joint step's parts, then the block step's, which measured beside the joint step's winner)."""
+    latest: dict[str, Path] = {}
+    for folder in folders:
+        for path in sorted(Path(folder).glob("*.json")):
+            latest[path.name] = path
+    return [latest[k] for k in sorted(latest)]
+
+
 def _json(path: Path) -> dict:
     return json.loads(path.read_text()) if path.is_file() else {}
 
