@@ -47,6 +47,7 @@ rule all:
         "reports/census.json",
         "reports/knob_census.json",
         "reports/knob_ptx.json",
+        "reports/knob_blocks.json",
         "reports/random_time.json",
         "reports/heldout.json",
         "reports/heldout_curves.csv",

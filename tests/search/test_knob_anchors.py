@@ -55,6 +55,10 @@ def test_an_anchor_whose_run_did_not_launch_the_kernel_is_left_out_with_why(tmp_
 
 
 def test_the_stages_run_on_replay_and_say_that_nothing_is_measured_yet(tmp_path):
+    """With no parts, a replay measures nothing: every kernel says so, but for the block step's kernels
+    that have nothing to try (no block variant, no earlier winner: stock stays, decided from the committed
+    files alone)."""
+    from chronos.search.knob_blocks import NOTHING_TO_TRY
     from chronos.stages import knob_anchors, knob_blocks
 
     common = ["--params", str(ROOT / "params.yaml"), "--kernels", str(ROOT / "data/kernels"),
@@ -65,4 +69,33 @@ def test_the_stages_run_on_replay_and_say_that_nothing_is_measured_yet(tmp_path)
         assert stage.main([*common, "--parts", str(tmp_path / name), "--out", str(out)]) == 0
         got = json.loads(out.read_text())
         assert got["section"] == name and all(s["measured"] == 0 for s in got["summary"].values())
-        assert {r["error"] for r in got["kernels"]} == {"not_measured (run this stage on a GPU)"}
+        errors = {r["error"] for r in got["kernels"]}
+        assert "not_measured (run this stage on a GPU)" in errors
+        assert errors <= {"not_measured (run this stage on a GPU)", NOTHING_TO_TRY}
+        assert (NOTHING_TO_TRY in errors) == (name == "knob_blocks")
+
+
+def test_the_committed_block_step_replays_as_recorded_and_counts_stock_kept_kernels_as_one(tmp_path):
+    from chronos.kernels.spec import load_specs, read_ptx
+    from chronos.measure.verdicts import geomean
+    from chronos.ptx.atomics import float_atomics
+    from chronos.search.knob_blocks import NOTHING_TO_TRY
+    from chronos.stages import knob_blocks
+
+    out = tmp_path / "knob_blocks.json"
+    assert knob_blocks.main(["--params", str(ROOT / "params.yaml"), "--kernels", str(ROOT / "data/kernels"),
+                             "--joint-parts", str(ROOT / "data/knob_ptx"), "--parts",
+                             str(ROOT / "data/knob_blocks"), "--backend", "replay", "--store",
+                             str(ROOT / "data/store/measurements.sqlite"), "--out", str(out)]) == 0
+    got = json.loads(out.read_text())
+    assert got["disagreements"] == []
+    def racy(family: str) -> set[str]:
+        specs = ROOT / "data/kernels" / family / "specs.json"
+        return {s.kernel for s in load_specs(specs) if float_atomics(read_ptx(specs, s))}
+    for family, s in got["summary"].items():
+        rows = [r for r in got["kernels"] if r["family"] == family]
+        speedups = [r["speedup"] for r in rows if "best" in r] + [1.0] * s["stock_kept"]
+        assert s["measured"] > 0 and s["time_geomean"] == geomean(speedups)
+        rest = {r["kernel"] for r in rows if "best" not in r and r["error"] != NOTHING_TO_TRY}
+        assert s["kernels"] == s["measured"] + s["stock_kept"] + len(rest)
+        assert rest <= racy(family)  # only kernels no variant can be verified on were left unmeasured

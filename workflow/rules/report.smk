@@ -196,6 +196,46 @@ rule knob_ptx:
         " --out reports/knob_ptx.json --backend replay"
 
 
+# The joint space's second step (issue #28): block sizes of each Inductor kernel beside the first step's winner,
+# PTX actions on top of a block winner; on a GPU measured (data/knob_blocks/), else replayed from the store.
+rule knob_blocks:
+    input:
+        "data/knob_blocks",
+        "data/knob_ptx",
+        "data/kernels/captured",
+        "data/store/measurements.sqlite",
+        "data/store/atlas.sqlite",
+        "src/chronos/actions.py",
+        "src/chronos/config",
+        "src/chronos/errors.py",
+        "src/chronos/features",
+        "src/chronos/files.py",
+        "src/chronos/gpu.py",
+        "src/chronos/kernels",
+        "src/chronos/measure",
+        "src/chronos/progress.py",
+        "src/chronos/ptx",
+        "src/chronos/sass.py",
+        "src/chronos/search",
+        "src/chronos/stages/__init__.py",
+        "src/chronos/stages/common.py",
+        "src/chronos/stages/knob_blocks.py",
+        "src/chronos/stages/knob_sections.py",
+        "src/chronos/stages/measuring.py",
+        "src/chronos/toolchain.py",
+        "src/chronos/transforms",
+    output:
+        "reports/knob_blocks.json",
+    resources:
+        gpu=1,  # opens a measurement backend: on a GPU host it measures
+    params:
+        tracked=tracked_params("measure", "search.greedy", "search.knob_census", "timing"),
+    shell:
+        "python -m chronos.stages.knob_blocks --params params.yaml --kernels data/kernels"
+        " --joint-parts data/knob_ptx --parts data/knob_blocks --store data/store/measurements.sqlite"
+        " --out reports/knob_blocks.json --backend replay"
+
+
 # Seeded random search in time (issue #14), the comparator for headroom's greedy: random v2 sets beside the
 # baseline in one comparison; on a GPU measured (data/random_time/), else replayed from the store.
 rule random_time:
@@ -324,6 +364,7 @@ rule report:
         "reports/heldout_curves.csv",
         "reports/knob_census.json",
         "reports/knob_ptx.json",
+        "reports/knob_blocks.json",
         "reports/reliability.json",
         "src/chronos/config",
         "src/chronos/errors.py",

@@ -70,7 +70,20 @@ def workload_summary(d: Path, replay: dict | None = None) -> dict:
     for name, key in (("e2e.json", "e2e"), ("e2e-deterministic.json", "e2e_deterministic")):
         if (d / name).is_file():
             out[key] = e2e_summary(read_json(d / name, "end-to-end result"))
+    if (d / "e2e-one-process.json").is_file():
+        one = read_json(d / "e2e-one-process.json", "end-to-end result")
+        out["e2e_one_process"] = one_process_summary(one)
     return out
+
+
+def one_process_summary(e2e: dict) -> dict:
+    """scripts/e2e_one_process.py's result without its per-round times: the step-time ratio stock / tuned and
+    the A/A (stock / its second copy) with their intervals, per phase too, what was deployed, the outputs."""
+    hook = e2e.get("hook") or {}
+    return {"speedup": e2e["speedup"], "aa": e2e["aa"], "per_phase": e2e.get("per_phase", {}),
+            "outputs": e2e["outputs"], "steps": e2e.get("steps"), "kernels": e2e.get("kernels"),
+            "configs_applied": len(e2e.get("configs_applied") or {}), "swapped": hook.get("swapped", 0),
+            "db_entries": hook.get("entries"), "gpu": (e2e.get("provenance") or {}).get("gpu")}
 
 
 def dropped_launches(cap: dict) -> int:

@@ -25,7 +25,8 @@ def knob_metrics(census: dict | None, joint: dict | None = None, blocks: dict | 
     for step, keys in ((joint, ("ptx_on_top", "knob_root")), (blocks, ("ptx_on_top", "block_root"))):
         for family, s in ((step or {}).get("summary") or {}).items():
             if s.get("measured"):  # a later step replaces an earlier one's numbers
-                out.setdefault("v3", {})[_workload(family)] = {k: s[k] for k in (*FIELDS, *keys)}
+                out.setdefault("v3", {})[_workload(family)] = {
+                    **{k: s[k] for k in (*FIELDS, *keys, "stock_kept") if k in s}, "gpu": _gpu(step)}
     for family, s in ((anchors or {}).get("summary") or {}).items():
         if s.get("measured"):
             w = _workload(family)
@@ -39,34 +40,46 @@ def _x(v) -> str:
     return f"{v:.4f}×" if v else "—"
 
 
-def knob_section(census: dict | None, joint: dict | None = None) -> list[str]:
+def _gpu(step: dict | None) -> str:
+    return ((step or {}).get("provenance") or {}).get("gpu", "?").replace("NVIDIA ", "")
+
+
+def _cell(step: dict | None, family: str) -> str:
+    s = ((step or {}).get("summary") or {}).get(family) or {}
+    return f"{_x(s.get('time_geomean'))} ({s['faster']}/{s['kernels']})" if s.get("measured") else "—"
+
+
+def knob_section(census: dict | None, joint: dict | None = None, blocks: dict | None = None) -> list[str]:
     """Per workload: kernels measured, how many a single knob value made faster (confirmed beside stock
-    alone), the geomean, per knob how many of its variants kept stock's bits, and the joint step's geomean."""
+    alone), the geomean, per knob how many of its variants kept stock's bits, the joint step's geomean and
+    the block step's (each step names the GPU it was timed on)."""
     summary = (census or {}).get("summary") or {}
-    both = ((joint or {}).get("summary") or {})
     if not any(s.get("measured") for s in summary.values()):
         return []
     knobs = sorted({k for s in summary.values() for k in s.get("knobs", {})})
     names = ", ".join(f"`{k}`" for k in knobs)
-    lines = ["## Compile knobs and the joint space v3 on the captured kernels (H200)", "",
+    lines = ["## Compile knobs, block sizes and PTX actions on the captured kernels (the joint space v3)", "",
              (f"Every single value of {names} beside stock, recompiled from the kernel's TTIR, timed side by "
-              "side and verified bit-exactly against stock; the fastest winner is judged again beside stock "
-              "alone (stage knob_census). Bit-exact: the share of the variants that kept every bit. "
-              "knobs + PTX: the knob winner (or stock, also where a kernel has no knob variants), then the "
-              "best single v2 PTX action on top, beside stock in one comparison and confirmed alone (stage "
-              "knob_ptx; per kernel, 1.0 where nothing won)."),
+              f"side and verified bit-exactly against stock on the {_gpu(census)}; the fastest winner is "
+              "judged again beside stock alone (stage knob_census). Bit-exact: the share of the variants "
+              "that kept every bit. knobs + PTX: the knob winner (or stock), then the best single v2 PTX "
+              "action on top, "
+              f"beside stock in one comparison and confirmed alone (stage knob_ptx, {_gpu(joint)}). + block "
+              "sizes: each Inductor kernel's XBLOCK/YBLOCK/R0_BLOCK one power of two up or down (num_warps "
+              "kept or moved alike) beside the knob_ptx winner timed again, v2 PTX on top of a block "
+              f"winner, confirmed alone (stage knob_blocks, {_gpu(blocks)}). Geomeans are per kernel over "
+              "every kernel of the workload but those with float atomics, 1.0 where nothing won; in "
+              "parentheses faster / kernels."),
              "", "| workload | kernels | faster | geomean | bit-exact | "
-             + " | ".join(f"{k} exact" for k in knobs) + " | knobs + PTX (faster) |",
-             "|---|---|---|---|---|" + "---|" * len(knobs) + "---|"]
+             + " | ".join(f"{k} exact" for k in knobs) + " | knobs + PTX | + block sizes |",
+             "|---|---|---|---|---|" + "---|" * len(knobs) + "---|---|"]
     for family, s in summary.items():
         if not s.get("measured"):
             continue
         per = [f"{s['knobs'][k]['exact']}/{s['knobs'][k]['variant']}" if k in s["knobs"] else "—"
                for k in knobs]
         share = f"{s['exact_share']:.0%}" if s.get("exact_share") is not None else "—"
-        j = both.get(family) or {}
-        joint_cell = (f"{_x(j.get('time_geomean'))} ({j['faster']}/{j['measured']})" if j.get("measured")
-                      else "—")
+        steps = f" | {_cell(joint, family)} | {_cell(blocks, family)} |"
         lines.append(f"| {_workload(family)} | {s['measured']} | {s['faster']} | {_x(s['time_geomean'])} | "
-                     f"{share} | " + " | ".join(per) + f" | {joint_cell} |")
+                     f"{share} | " + " | ".join(per) + steps)
     return lines

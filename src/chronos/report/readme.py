@@ -261,7 +261,16 @@ def captured_section(captured: dict | None) -> list[str]:
            f"kernels there), speedup {_ratio_ci(d['speedup'])}, A/A {_ratio_ci(d.get('aa_control'))}, "
            f"outputs: {_outputs(d)}"
            for name, w in sorted(workloads.items()) if (d := w.get("e2e_deterministic"))]
-    return [*lines, "", note, *([""] + det if det else [])]
+    one = [f"- {name} ({o['gpu']}, {o['speedup']['rounds']} rounds; Chronos v3's DB: {o['configs_applied']} "
+           f"configs applied, {o['swapped']} PTX swapped): step speedup {_ratio_ci(o['speedup'])}, A/A "
+           f"{_ratio_ci(o['aa'])}; outputs bitwise equal to stock: {o['outputs']['tuned_bitwise']} (stock "
+           f"deterministic: {o['outputs']['stock_deterministic']})"
+           for name, w in sorted(workloads.items()) if (o := w.get("e2e_one_process"))]
+    one_head = ["", ("End to end in one process (`scripts/e2e_one_process.py`: stock, a second stock copy "
+                     "and the tuned kernels loaded together, steps alternating between them, order rotated "
+                     "per round; ratios per round of summed step times, median and bootstrap 95% CI):")
+                ] if one else []
+    return [*lines, "", note, *([""] + det if det else []), *one_head, *one]
 
 
 def _roofline(x) -> str:

@@ -206,7 +206,15 @@ def captured_metrics(captured: dict | None) -> dict:
                 out.setdefault(key, {})[w] = {"speedup": s[key]["speedup"]["median"],
                                               "outputs_equal": s[key]["outputs_equal"],
                                               "swapped": s[key].get("swapped"),
-                                              "db_entries": s[key].get("db_entries")}
+                                              "db_entries": s[key].get("db_entries"), "method": "workers"}
+        if "e2e_one_process" in s:  # steps alternating in one process: it replaces the workers' numbers
+            one = s["e2e_one_process"]
+            out.setdefault("e2e", {})[w] = {
+                "speedup": one["speedup"]["median"], "ci95": one["speedup"]["ci95"],
+                "aa": one["aa"]["median"], "aa_ci95": one["aa"]["ci95"],
+                "outputs_equal": one["outputs"]["tuned_bitwise"],
+                "stock_deterministic": one["outputs"]["stock_deterministic"], "swapped": one["swapped"],
+                "configs_applied": one["configs_applied"], "gpu": one["gpu"], "method": "one_process"}
     for name, s in sorted(((captured or {}).get("libraries") or {}).items()):
         tune, tests = s.get("tune", {}), s["tests"]
         out.setdefault("library", {})[name] = {

@@ -25,6 +25,9 @@ from chronos.search.knob_ptx import contenders, on_top
 from chronos.search.timed import time_row
 
 MANIFEST = "blocks.json"
+NOTHING_TO_TRY = "no block variant and no earlier winner"
+"""A kernel with no block variant whose knob_ptx step confirmed nothing: stock stays, its v3 speedup is 1.0
+(counted so in the summary's geomean, as knob_ptx counts a kernel where nothing won)."""
 
 
 def block_variants(folder: Path, spec) -> tuple[list[Variant], list[dict]]:
@@ -74,6 +77,15 @@ def prior_winner(spec, folder: Path, joint_parts: Path, family: str) -> Variant 
     return found
 
 
+def nothing_to_try(spec, folder: Path, prior: Variant | None) -> dict | None:
+    """The row of a kernel with no block variant and no earlier winner (stock stays: v3 1.0), decided from
+    the manifests and knob_ptx's parts alone; None where there is something to measure (or it is racy)."""
+    if prior is not None or racy(spec, read_ptx(folder / "specs.json", spec)):
+        return None
+    blocks, others = block_variants(folder, spec)
+    return None if blocks else {"kernel": spec.kernel, "error": NOTHING_TO_TRY, "candidates": others}
+
+
 def blocks_kernel(spec, folder: Path, prior: Variant | None, backend, timing, min_gain: float) -> dict:
     """One kernel: stock, its block variants and the prior winner side by side; PTX actions on top of a
     block winner; the fastest confirmed beside stock alone."""
@@ -84,8 +96,7 @@ def blocks_kernel(spec, folder: Path, prior: Variant | None, backend, timing, mi
     blocks, others = block_variants(folder, spec)
     first = [stock, *blocks, *([prior] if prior is not None else [])]
     if len(first) == 1:
-        return {"kernel": spec.kernel, "error": "no block variant and no earlier winner",
-                "candidates": others}
+        return {"kernel": spec.kernel, "error": NOTHING_TO_TRY, "candidates": others}
     cmp = backend.compare(spec, first, timing)
     if not cmp.baseline.valid:
         return {"kernel": spec.kernel, "error": f"stock invalid ({cmp.baseline.reason})"}
@@ -115,9 +126,11 @@ def blocks_kernel(spec, folder: Path, prior: Variant | None, backend, timing, mi
 
 
 def blocks_summary(rows: list[dict]) -> dict:
-    """Counts, the geomean of the confirmed v3 speedups (1.0 where none), how many winners start from a
-    block variant and hold a PTX action on top, and per block knob how many variants kept stock's bits."""
+    """Counts, the geomean of the confirmed v3 speedups (1.0 where none, and for the kernels with nothing to
+    try: `stock_kept`), how many winners start from a block variant and hold a PTX action on top, and per
+    block knob how many variants kept stock's bits."""
     done = [r for r in rows if "best" in r]
+    kept = [r for r in rows if r.get("error") == NOTHING_TO_TRY]
     per: dict[str, dict] = {}
     for r in done:
         for c in r["blocks"]:
@@ -131,9 +144,10 @@ def blocks_summary(rows: list[dict]) -> dict:
     for s in per.values():
         s["exact_share"] = s["exact"] / s["variant"] if s["variant"] else None
     n = sum(s["variant"] for s in per.values())
-    return {"kernels": len(rows), "measured": len(done),
+    speedups = [r["speedup"] for r in done] + [1.0] * len(kept)
+    return {"kernels": len(rows), "measured": len(done), "stock_kept": len(kept),
             "faster": sum(r["best"]["verdict"] == FASTER for r in done),
-            "time_geomean": geomean([r["speedup"] for r in done]) if done else None,
+            "time_geomean": geomean(speedups) if done else None,
             "block_root": sum(bool(r["block_root"]) for r in done),
             "ptx_on_top": sum(bool(r["ptx_on_top"]) for r in done),
             "exact_share": sum(s["exact"] for s in per.values()) / n if n else None,

@@ -95,11 +95,16 @@ def census_kernel(spec, folder: Path, backend, timing, min_gain: float) -> dict:
 
 
 def census_family(family: str, selected, measure, parts: Path, replay: bool, out_of_budget,
-                  provenance, label: str = "knob_census") -> list[dict]:
+                  provenance, label: str = "knob_census", settled=None) -> list[dict]:
     """`measure(spec)` (a row) for every selected kernel of a family (gpu: recorded into `parts`; replay:
-    measured again from the store, `as_recorded` saying whether it chose the same)."""
+    measured again from the store, `as_recorded` saying whether it chose the same). `settled(spec)`: the row
+    of a kernel decided without measuring (from committed files alone, alike on a GPU and in replay), or
+    None."""
     rows = []
     for _, spec in selected:
+        if settled is not None and (row := settled(spec)) is not None:
+            rows.append({"family": family, **row})
+            continue
         part = parts / family / f"{spec.kernel}.json"
         recorded = json.loads(part.read_text()) if part.is_file() else None
         if recorded is None and (replay or out_of_budget()):

@@ -13,7 +13,7 @@ from pathlib import Path
 from chronos.measure.backend import ReplayBackend
 from chronos.search.headroom import selected
 from chronos.search.knob_anchors import anchors_kernel, anchors_summary
-from chronos.search.knob_blocks import blocks_kernel, blocks_summary, prior_winner, v3_winner
+from chronos.search.knob_blocks import blocks_kernel, blocks_summary, nothing_to_try, prior_winner, v3_winner
 from chronos.search.knob_census import census_family, census_kernel, knob_summary
 from chronos.search.knob_ptx import joint_kernel, joint_summary, knob_winner
 from chronos.stages.common import command_line, run_stage, write_json
@@ -73,10 +73,15 @@ def run(args, cfg) -> int:
         rows = []
         min_gain = cfg.search.greedy.min_gain
         for family in kcfg.families:
-            measure = measurer(args, args.kernels / family, family, backend, timing, min_gain)
+            folder = args.kernels / family
+            measure = measurer(args, folder, family, backend, timing, min_gain)
+            settled = None
+            if args.section == "knob_blocks":
+                def settled(spec, folder=folder, family=family):
+                    return nothing_to_try(spec, folder, prior_winner(spec, folder, args.joint_parts, family))
             rows += census_family(family, selected(args.kernels, family, kcfg.per_family), measure,
                                   parts, replay, lambda: time.perf_counter() - t0 > budget,
-                                  backend.provenance, args.section)
+                                  backend.provenance, args.section, settled)
         prov = {**backend.provenance(), "command": command_line(args.section, args.argv[2:])}
     finally:
         backend.close()

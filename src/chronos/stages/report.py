@@ -98,7 +98,8 @@ def _body(args, cfg) -> None:
     partial = bool((x["random_results"] or {}).get("provenance", {}).get("partial", False))
     (r / "README.md").write_text(render_readme(metrics, table, x["baseline"], partial, x["oracle"], search,
                                                _verdicts(x, cfg), x["captured"], x["headroom"],
-                                               x["heldout"], knob_section(x["knob_census"], x["knob_ptx"])))
+                                               x["heldout"], knob_section(x["knob_census"], x["knob_ptx"],
+                                                                            x["knob_blocks"])))
     print(f"report: {json.dumps(metrics)}")
 
 

@@ -38,7 +38,8 @@ def compile_config(tuner, cfg):
 
     meta = tuner._create_compile_meta(cfg)
     src = ASTSource(tuner.fn, meta["signature"], meta["constants"], meta["configs"][0])
-    target = GPUTarget(meta["device_type"], meta["cc"], tuner.device_props.warp_size_or_default)
+    props = tuner.device_props  # torch 2.11's DeviceProperties has warp_size, not warp_size_or_default
+    target = GPUTarget(meta["device_type"], meta["cc"], getattr(props, "warp_size", None) or 32)
     k = triton.compile(src, target=target, options=tuner._create_compile_options(cfg, meta))
     return k.asm["ptx"], int(k.metadata.num_warps), int(k.metadata.shared), meta
 

@@ -109,7 +109,7 @@ def winner_ptx(folder: Path, spec, actions: list[str]) -> tuple[str, str]:
         root = found.ptx
     module = parse(root)
     module.align_contract.update(spec.alignment)
-    tuned = realize(module, ptx_actions)
+    tuned = realize(module, ptx_actions, defer_ptxas=True)  # as the hook derives it (rederive.derive)
     if tuned is None:
         raise ChronosError(f"{spec.kernel}: {'+'.join(ptx_actions)} no longer applies to its root {label}")
     return root, emit(tuned)
