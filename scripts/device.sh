@@ -14,6 +14,9 @@
 #     knob_blocks        stage knob_blocks measured: block variants beside knob_ptx's winners, into the store
 #     anchors            Inductor's max-autotune/coordesc configs per kernel (make_anchor_variants; $WORKLOADS)
 #     knob_anchors       stage knob_anchors measured: the anchors beside stock and Chronos v3, into the store
+#     e2e_v3             per workload of $WORKLOADS (default flex): Chronos v3's DB from the knob_ptx and
+#                        knob_blocks parts, then scripts/e2e_one_process.py with it (ROUNDS, default 30)
+#                        -> data/kernels/captured/<w>/e2e-one-process.json
 #     PATH.py            a research or benchmark script (experiments/..., benchmarks/...) with $ARGS
 #     RULE               a pipeline rule that measures (baseline, aa, greedy_kernel, random_search, atlas,
 #                        search_triton, confirm, grpo, evaluate, tune_captured, headroom, census, random_time,
@@ -30,10 +33,13 @@
 #   bash scripts/device.sh --pack-stores     # data/store/*.sqlite -> .device/stores.tgz (about 21 MiB)
 # then move data/store/*.sqlite aside for the call; on the device this script unpacks them. The command:
 #   bash scripts/device.sh gpu_tests headroom
+# Run it once per call with every target: a second run's packing replaces the first's result.tgz. The whole
+# transformers wheel (12 MB) pushes a call past the device's 64 MiB: carry the one scripts/prune_wheel.py makes,
+# holding only its models/auto, llama, gpt2 and bert folders.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/out}; LIMIT=${LIMIT:-540}; LOGS=$OUT/logs; mkdir -p "$LOGS"
-[[ $# -gt 0 ]] || { sed -n '2,32p' "$0"; exit 2; }
+[[ $# -gt 0 ]] || { sed -n '2,38p' "$0"; exit 2; }
 if [[ $1 == --pack-stores ]]; then
   mkdir -p .device && tar czf .device/stores.tgz data/store/measurements.sqlite data/store/atlas.sqlite
   ls -la .device/stores.tgz; exit
@@ -93,6 +99,14 @@ print(','.join(workload(n).name for n in (sys.argv[1].split() or NAMES)))" "${WO
     knob_anchors)
       python3 -m chronos.stages.knob_anchors --params params.yaml --backend gpu --parts data/knob_anchors \
         --store data/store/measurements.sqlite --out reports/knob_anchors.json ${KNOB_BUDGET:+--budget $KNOB_BUDGET} ;;
+    e2e_v3)
+      local w; for w in ${WORKLOADS:-flex}; do
+        python3 -m chronos.cli tune "data/kernels/captured/$w" --merge-only --db "/tmp/v3-$w.sqlite" \
+          --parts /tmp/no-tune-parts --configs-from "data/knob_ptx/captured/$w" "data/knob_blocks/captured/$w" \
+          | grep "v3 winners" &&
+          python3 scripts/e2e_one_process.py "$w" --db "/tmp/v3-$w.sqlite" --rounds "${ROUNDS:-30}" \
+            --round-seconds 0.3 --out "data/kernels/captured/$w/e2e-one-process.json" || return 1
+      done ;;
     *.py) python3 "$t" ${ARGS:-} ;;
     */*) "${SMK[@]}" --force -- "$t" ;;  # an output file: the one job that writes it (a wildcard rule's)
     *) "${SMK[@]}" --forcerun "$t" --allowed-rules "$t" -- "$t" ;;
