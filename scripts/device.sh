@@ -15,7 +15,8 @@
 #     anchors            Inductor's max-autotune/coordesc configs per kernel (make_anchor_variants; $WORKLOADS)
 #     knob_anchors       stage knob_anchors measured: the anchors beside stock and Chronos v3, into the store
 #     e2e_v3             per workload of $WORKLOADS (default flex): Chronos v3's DB from the knob_ptx and
-#                        knob_blocks parts, then scripts/e2e_one_process.py with it (ROUNDS, default 30)
+#                        knob_blocks parts, then scripts/e2e_one_process.py with it (ROUNDS, default 30;
+#                        ANCHORS="max_autotune coordesc": Inductor's tuners beside it, step by step)
 #                        -> data/kernels/captured/<w>/e2e-one-process.json
 #     PATH.py            a research or benchmark script (experiments/..., benchmarks/...) with $ARGS
 #     RULE               a pipeline rule that measures (baseline, aa, greedy_kernel, random_search, atlas,
@@ -39,7 +40,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/out}; LIMIT=${LIMIT:-540}; LOGS=$OUT/logs; mkdir -p "$LOGS"
-[[ $# -gt 0 ]] || { sed -n '2,38p' "$0"; exit 2; }
+[[ $# -gt 0 ]] || { sed -n '2,/^set -uo/{/^set -uo/d;p}' "$0"; exit 2; }
 if [[ $1 == --pack-stores ]]; then
   mkdir -p .device && tar czf .device/stores.tgz data/store/measurements.sqlite data/store/atlas.sqlite
   ls -la .device/stores.tgz; exit
@@ -105,7 +106,8 @@ print(','.join(workload(n).name for n in (sys.argv[1].split() or NAMES)))" "${WO
           --parts /tmp/no-tune-parts --configs-from "data/knob_ptx/captured/$w" "data/knob_blocks/captured/$w" \
           | grep "v3 winners" &&
           python3 scripts/e2e_one_process.py "$w" --db "/tmp/v3-$w.sqlite" --rounds "${ROUNDS:-30}" \
-            --round-seconds 0.3 --out "data/kernels/captured/$w/e2e-one-process.json" || return 1
+            --round-seconds 0.3 --out "data/kernels/captured/$w/e2e-one-process.json" \
+            ${ANCHORS:+--anchors $ANCHORS} || return 1
       done ;;
     *.py) python3 "$t" ${ARGS:-} ;;
     */*) "${SMK[@]}" --force -- "$t" ;;  # an output file: the one job that writes it (a wildcard rule's)

@@ -12,13 +12,16 @@ phase once and hashes what it returns; stock vs stock_copy says whether stock is
 tuned whether the tuned kernels keep every bit. Time: `--rounds` rounds; in each the three sets take turns
 (order rotated), each running every phase for about `--round-seconds`; per round `speedup` = stock /
 tuned and `aa` = stock / stock_copy over the summed step times (and per phase), reported as median, IQR
-and a bootstrap 95% CI over rounds. Status (2026-12-04): written and tested on a CPU with stand-ins for
-Inductor's autotuners; not yet run on a GPU.
+and a bootstrap 95% CI over rounds. `--anchors max_autotune coordesc`: Inductor's tuners, each the workload
+built and compiled again with its options in the same process, take their turns too; per anchor stock /
+anchor and anchor / tuned (Chronos v3 over it). Status: the three sets ran on an H100 (2026-12-05, flex:
+1.0088x, A/A 1.0012, reports/h200_runs/2026-12-05-h100); the anchors are tested on a CPU only.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -33,6 +36,11 @@ sys.path.insert(0, str(HERE))
 from e2e import _digest, _load_workloads, steps_per_phase, summarize
 
 SETS = ("stock", "stock_copy", "tuned")
+ANCHORS = {"max_autotune": {"max_autotune": True},
+           "coordesc": {"max_autotune": True, "coordinate_descent_tuning": True}}
+"""Inductor's own tuners (#28 item 5), each the whole workload compiled again with these options: the step
+is where they compare with stock and Chronos v3 (per kernel they launch other kernels: other fusions,
+templates whose block sizes are folded into their source)."""
 
 
 def isolate() -> None:
@@ -59,16 +67,20 @@ def timed(phases: dict, steps: dict) -> dict[str, float]:
     return out
 
 
-def rounds(phases: dict, sets: dict, steps: dict, n: int) -> dict[str, list[dict]]:
-    """Per set, per round, the seconds per step of each phase; the sets take turns, order rotated."""
+def rounds(phases: dict, sets: dict, steps: dict, n: int,
+           anchors: dict | None = None) -> dict[str, list[dict]]:
+    """Per set (and per anchor: its own compiled phases), per round, the seconds per step of each phase; all
+    take turns, order rotated."""
     from chronos.triton import kernel_sets
 
-    times: dict[str, list[dict]] = {s: [] for s in sets}
-    names = list(sets)
+    runs = {s: (phases, ks) for s, ks in sets.items()} | {a: (ph, None) for a, ph in (anchors or {}).items()}
+    times: dict[str, list[dict]] = {s: [] for s in runs}
+    names = list(runs)
     for r in range(n):
         for s in names[r % len(names):] + names[: r % len(names)]:
-            kernel_sets.use(sets[s])
-            times[s].append(timed(phases, steps))
+            run, ks = runs[s]
+            kernel_sets.use(ks or sets["stock"])  # an anchor's kernels are its own autotuners'
+            times[s].append(timed(run, steps))
     kernel_sets.use(sets["stock"])
     return times
 
@@ -89,8 +101,9 @@ def build_sets(db: Path) -> dict:
             "tuned": kernel_sets.build("tuned", stock, db, chronos.triton.enable, chronos.triton.disable)}
 
 
-def outputs(phases: dict, sets: dict) -> dict:
-    """Each set's outputs of one step of every phase, hashed; which phases differ between the sets."""
+def outputs(phases: dict, sets: dict) -> tuple[dict, dict]:
+    """Each set's outputs of one step of every phase, hashed; which phases differ between the sets (and
+    stock's digests)."""
     from chronos.triton import kernel_sets
 
     digests = {}
@@ -100,7 +113,7 @@ def outputs(phases: dict, sets: dict) -> dict:
     kernel_sets.use(sets["stock"])
     differ = sorted(k for k in phases if digests["stock"][k] != digests["tuned"][k])
     return {"stock_deterministic": digests["stock"] == digests["stock_copy"], "tuned_bitwise": not differ,
-            "differing_phases": differ}
+            "differing_phases": differ}, digests["stock"]
 
 
 def verdicts(times: dict, phases: dict) -> dict:
@@ -111,6 +124,56 @@ def verdicts(times: dict, phases: dict) -> dict:
     return both
 
 
+def anchor_verdicts(times: dict, phases: dict, bitwise: dict[str, bool]) -> dict:
+    """Per anchor: stock / anchor (the tuner's own speedup) and anchor / tuned (Chronos v3 over it), per step
+    and per phase, and whether its outputs kept stock's bits."""
+    out = {}
+    for a, same in bitwise.items():
+        out[a] = {"speedup": summarize(ratios(times, "stock", a)),
+                  "v3_over": summarize(ratios(times, a, "tuned")), "bitwise": same,
+                  "per_phase": {ph: {"speedup": summarize(ratios(times, "stock", a, ph)),
+                                     "v3_over": summarize(ratios(times, a, "tuned", ph))} for ph in phases}}
+    return out
+
+
+@contextlib.contextmanager
+def compiled_with(options: dict):
+    """Every torch.compile the workload calls while it is built here gets these Inductor options: a backend
+    of its own, so that dynamo compiles the workload afresh rather than serving stock's graphs."""
+    import torch
+
+    plain = torch.compile
+
+    def with_options(*args, **kwargs):
+        kwargs["options"] = {**kwargs.get("options", {}), **options}
+        return plain(*args, **kwargs)
+
+    torch.compile = with_options
+    try:
+        yield
+    finally:
+        torch.compile = plain
+
+
+def build_anchors(workloads, workload: str, names: list[str], stock_digests: dict) -> tuple[dict, dict]:
+    """Each anchor's phases (the workload built and compiled again under that tuner, same seed), warmed up,
+    and whether its outputs equal stock's bit for bit."""
+    import torch
+
+    built, bitwise = {}, {}
+    for a in names:
+        with compiled_with(ANCHORS[a]):
+            torch.manual_seed(0)
+            phases = workloads.WORKLOADS[workload]()
+            for _ in range(2):  # compile, autotune, settle
+                for fn in phases.values():
+                    fn()
+        torch.cuda.synchronize()
+        built[a] = phases
+        bitwise[a] = {k: _digest(fn()) for k, fn in phases.items()} == stock_digests
+    return built, bitwise
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("workload")
@@ -119,6 +182,8 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=30)
     p.add_argument("--round-seconds", type=float, default=0.5)
     p.add_argument("--workloads", type=Path, default=HERE / "workloads.py")
+    p.add_argument("--anchors", nargs="*", default=[], choices=list(ANCHORS),
+                   help="Inductor's tuners timed beside stock and Chronos v3, each its own compile")
     args = p.parse_args()
     isolate()
     import chronos.triton
@@ -128,23 +193,28 @@ def main() -> int:
     import torch
 
     torch.manual_seed(0)
-    phases = _load_workloads(args.workloads).WORKLOADS[args.workload]()
+    workloads = _load_workloads(args.workloads)
+    phases = workloads.WORKLOADS[args.workload]()
     for _ in range(2):  # compile, autotune, settle
         for fn in phases.values():
             fn()
     torch.cuda.synchronize()
     sets = build_sets(args.db)
-    hook, same = chronos.triton.stats(), outputs(phases, sets)
+    hook, (same, stock_digests) = chronos.triton.stats(), outputs(phases, sets)
+    anchors, bitwise = build_anchors(workloads, args.workload, args.anchors, stock_digests)
     steps = steps_per_phase(timed(phases, dict.fromkeys(phases, 3)), 3, args.round_seconds)
-    times = rounds(phases, sets, steps, args.rounds)
+    times = rounds(phases, sets, steps, args.rounds, anchors)
     out = {"workload": args.workload, "db": str(args.db), "kernels": len(sets["stock"].tuners),
            "steps": steps, "configs_applied": sets["tuned"].configs, "hook": hook, "outputs": same,
-           **verdicts(times, phases),
+           **verdicts(times, phases), "anchors": anchor_verdicts(times, phases, bitwise),
            "times": times, "provenance": {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
                                           "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                                           "command": " ".join(sys.argv)}}
     args.out.write_text(json.dumps(out, indent=1) + "\n")
     print(json.dumps({k: out[k] for k in ("kernels", "outputs", "speedup", "aa")}))
+    for a, v in out["anchors"].items():
+        print(f"{a}: stock/anchor {v['speedup']['median']:.4f} {v['speedup']['ci95']}, anchor/v3 "
+              f"{v['v3_over']['median']:.4f} {v['v3_over']['ci95']}, bitwise {v['bitwise']}")
     return 0
 
 

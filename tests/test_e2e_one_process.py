@@ -33,8 +33,52 @@ def test_outputs_tell_a_tuned_set_that_changed_bits_from_one_that_did_not(monkey
     monkeypatch.setattr(ks, "use", lambda s: current.update(set=s.name))
     phases = {"train": lambda: [torch.ones(4)],
               "decode": lambda: [torch.ones(4) * (1.5 if current["set"] == "tuned" else 1.0)]}
-    got = mod.outputs(phases, sets)
+    got, stock = mod.outputs(phases, sets)
     assert got == {"stock_deterministic": True, "tuned_bitwise": False, "differing_phases": ["decode"]}
+    assert set(stock) == {"train", "decode"}
+
+
+def test_compiled_with_gives_every_torch_compile_inside_the_options_and_restores_it():
+    mod = _script()
+    seen = []
+    plain = torch.compile
+    try:
+        torch.compile = lambda *a, **k: seen.append(k) or a[0]
+        with mod.compiled_with(mod.ANCHORS["coordesc"]):
+            torch.compile(len, options={"other": 1})
+        assert seen == [{"options": {"other": 1, "max_autotune": True, "coordinate_descent_tuning": True}}]
+        assert torch.compile is not plain and torch.compile(len) is len  # restored to the stand-in
+    finally:
+        torch.compile = plain
+
+
+def test_anchors_take_their_turns_and_are_judged_against_stock_and_the_tuned_set(monkeypatch):
+    """An anchor's own phases run in the rounds (the kernel sets stay on stock); its verdicts pair it with
+    stock (its speedup) and with the tuned set (Chronos v3 over it), round by round."""
+    mod = _script()
+    import chronos.triton.kernel_sets as ks
+
+    used = []
+    monkeypatch.setattr(ks, "use", lambda s: used.append(s.name))
+    clock = {"t": 0.0}
+    monkeypatch.setattr(mod.time, "perf_counter", lambda: clock["t"])
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    cost = {"stock": 1.0, "stock_copy": 1.0, "tuned": 0.8, "max_autotune": 0.9}
+
+    def phase(name):
+        def run():
+            clock["t"] += cost[name if name in cost else used[-1]]
+        return run
+
+    sets = {s: KernelSet(s) for s in mod.SETS}
+    phases = {"train": phase("set")}
+    anchors = {"max_autotune": {"train": phase("max_autotune")}}
+    times = mod.rounds(phases, sets, {"train": 1}, 4, anchors)
+    assert {k: len(v) for k, v in times.items()} == dict.fromkeys((*mod.SETS, "max_autotune"), 4)
+    got = mod.anchor_verdicts(times, phases, {"max_autotune": False})["max_autotune"]
+    assert got["speedup"]["median"] == pytest.approx(1.0 / 0.9)
+    assert got["v3_over"]["median"] == pytest.approx(0.9 / 0.8) and got["bitwise"] is False
+    assert used[-1] == "stock"
 
 
 def test_ratios_pair_the_sets_per_round_over_the_summed_step_or_one_phase():

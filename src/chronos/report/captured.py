@@ -83,7 +83,9 @@ def one_process_summary(e2e: dict) -> dict:
     return {"speedup": e2e["speedup"], "aa": e2e["aa"], "per_phase": e2e.get("per_phase", {}),
             "outputs": e2e["outputs"], "steps": e2e.get("steps"), "kernels": e2e.get("kernels"),
             "configs_applied": len(e2e.get("configs_applied") or {}), "swapped": hook.get("swapped", 0),
-            "db_entries": hook.get("entries"), "gpu": (e2e.get("provenance") or {}).get("gpu")}
+            "db_entries": hook.get("entries"), "gpu": (e2e.get("provenance") or {}).get("gpu"),
+            "anchors": {a: {k: v[k] for k in ("speedup", "v3_over", "bitwise")}
+                        for a, v in (e2e.get("anchors") or {}).items()}}
 
 
 def dropped_launches(cap: dict) -> int:

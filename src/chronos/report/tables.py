@@ -215,6 +215,10 @@ def captured_metrics(captured: dict | None) -> dict:
                 "outputs_equal": one["outputs"]["tuned_bitwise"],
                 "stock_deterministic": one["outputs"]["stock_deterministic"], "swapped": one["swapped"],
                 "configs_applied": one["configs_applied"], "gpu": one["gpu"], "method": "one_process"}
+            for a, v in one.get("anchors", {}).items():  # Inductor's tuners, step by step
+                out["e2e"][w].setdefault("anchors", {})[a] = {
+                    "speedup": v["speedup"]["median"], "ci95": v["speedup"]["ci95"],
+                    "v3_over": v["v3_over"]["median"], "v3_over_ci95": v["v3_over"]["ci95"]}
     for name, s in sorted(((captured or {}).get("libraries") or {}).items()):
         tune, tests = s.get("tune", {}), s["tests"]
         out.setdefault("library", {})[name] = {
