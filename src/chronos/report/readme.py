@@ -265,6 +265,8 @@ def captured_section(captured: dict | None) -> list[str]:
            f"configs applied, {o['swapped']} PTX swapped): step speedup {_ratio_ci(o['speedup'])}, A/A "
            f"{_ratio_ci(o['aa'])}; outputs bitwise equal to stock: {o['outputs']['tuned_bitwise']} (stock "
            f"deterministic: {o['outputs']['stock_deterministic']})"
+           + "".join(f"; {a}: stock / {a} {_ratio_ci(v['speedup'])}, {a} / Chronos v3 "
+                     f"{_ratio_ci(v['v3_over'])}" for a, v in o.get("anchors", {}).items())
            for name, w in sorted(workloads.items()) if (o := w.get("e2e_one_process"))]
     one_head = ["", ("End to end in one process (`scripts/e2e_one_process.py`: stock, a second stock copy "
                      "and the tuned kernels loaded together, steps alternating between them, order rotated "
