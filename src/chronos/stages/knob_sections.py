@@ -38,11 +38,18 @@ def add_arguments(ap) -> None:
     add_backend_arguments(ap)
 
 
-def measurer(args, folder: Path, family: str, backend, timing, min_gain: float):
-    """The section's measurement of one kernel of `family` (a row); earlier steps come from their parts."""
+def measurer(args, folder: Path, family: str, backend, timing, min_gain: float,
+             recorded: Path | None = None):
+    """The section's measurement of one kernel of `family` (a row); earlier steps come from their parts. In
+    replay (`recorded`: the section's parts) each kernel is answered by the GPU its part was measured on: a
+    later stage that timed the same contenders on another GPU (the block step's confirmations) must not
+    change its verdicts."""
     section = args.section
 
     def measure(spec) -> dict:
+        part = recorded / family / f"{spec.kernel}.json" if recorded is not None else None
+        if part is not None and part.is_file():
+            backend.gpu = (json.loads(part.read_text()).get("provenance") or {}).get("gpu")
         if section == "knob_census":
             return census_kernel(spec, folder, backend, timing, min_gain)
         if section == "knob_ptx":
@@ -74,7 +81,7 @@ def run(args, cfg) -> int:
         min_gain = cfg.search.greedy.min_gain
         for family in kcfg.families:
             folder = args.kernels / family
-            measure = measurer(args, folder, family, backend, timing, min_gain)
+            measure = measurer(args, folder, family, backend, timing, min_gain, parts if replay else None)
             settled = None
             if args.section == "knob_blocks":
                 def settled(spec, folder=folder, family=family):
