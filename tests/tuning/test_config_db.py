@@ -87,6 +87,11 @@ def test_joint_winners_deploy_as_a_config_and_ptx_actions_keyed_by_the_ptx_that_
         assert e.key.stock_ptx_sha256 == ptx_identity_sha256(root)
         assert ptx_identity_sha256(tuned_ptx(root, e)) == ptx_identity_sha256(tuned)
         assert (e.key.triton_hash == identity[row["kernel"]]["hash"]) == (label is None)
+    from chronos.triton.tuned_db import show
+
+    shown = show(tmp_path / "v3.sqlite")  # a PTX set on top of a config says so
+    assert all(f"{e.verification['config']} + {'+'.join(e.actions)}" in shown
+               for e in entries if e.verification["config"])
 
 
 def test_a_later_stage_s_part_of_a_kernel_supersedes_an_earlier_one_s(tmp_path):

@@ -391,7 +391,8 @@ def show(path: str | Path) -> str:
     for e in entries:
         v = e.verification
         exact = "bit-exact" if v.get("bit_exact") else f"within {v.get('tolerance')}"
-        rows.append((e.key.kernel, "+".join(e.actions) or "(none)",
+        on = f"{v['config']} + " if v.get("config") else ""  # PTX actions on top of a tuned config's PTX
+        rows.append((e.key.kernel, on + ("+".join(e.actions) or "(none)"),
                      f"{e.ratio:.3f} [{e.ci[0]:.3f}, {e.ci[1]:.3f}]", exact, e.key.gpu, e.created_at[:19]))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
