@@ -60,6 +60,7 @@ def test_tune_and_e2e_records_become_metrics(tmp_path):
     d = tmp_path / "captured"
     shutil.copytree(CORPUS / "flex", d / "flex")
     shutil.rmtree(d / "flex/tune-parts", ignore_errors=True)
+    (d / "flex/e2e-one-process.json").unlink()
     (d / "flex/tune-parts").mkdir()
     (d / "flex/tune-parts/a.json").write_text(json.dumps(_part("a", "cache_cg", 1.1)))
     (d / "flex/e2e.json").write_text(json.dumps({
@@ -71,7 +72,16 @@ def test_tune_and_e2e_records_become_metrics(tmp_path):
     # 0 dropped: its FlexAttention launch with an empty block-mask tensor is a null argument since 2026-12-03
     assert m["capture"]["flex"] == {"kernels": 8, "distinct_ptx": 8, "dropped": 0}
     assert m["tune"]["flex"]["faster"] == 1 and m["tune"]["flex"]["time_geomean"] == pytest.approx(1.1)
-    assert m["e2e"]["flex"] == {"speedup": 1.02, "outputs_equal": True, "swapped": 3, "db_entries": None}
+    assert m["e2e"]["flex"] == {"speedup": 1.02, "outputs_equal": True, "swapped": 3, "db_entries": None,
+                                "method": "workers"}
+    # steps alternating in one process replace the workers' numbers, with their intervals and the A/A
+    shutil.copy(CORPUS / "flex/e2e-one-process.json", d / "flex/e2e-one-process.json")
+    assert captured.main(["--captured", str(d), "--out", str(out)]) == 0
+    one = json.loads((CORPUS / "flex/e2e-one-process.json").read_text())
+    got = captured_metrics(json.loads(out.read_text()))["e2e"]["flex"]
+    assert got["method"] == "one_process" and got["speedup"] == one["speedup"]["median"]
+    assert got["ci95"] == one["speedup"]["ci95"] and got["aa_ci95"] == one["aa"]["ci95"]
+    assert got["outputs_equal"] is one["outputs"]["tuned_bitwise"]
 
 
 def test_every_committed_captured_spec_gives_each_ptx_parameter_an_argument():

@@ -31,8 +31,7 @@ from chronos.errors import ChronosError
 from chronos.kernels.variant import sha256_text
 
 ACTION_SPACE = "v2"
-"""Version of the action space whose transforms produced the tuned PTX: v2 (the seed's 20 transforms, the v2
-cache hints, budgets and unrolls; #28's joint winners put v2 actions on top of a compile config)."""
+"""The action space whose transforms made the tuned PTX: v2 (the seed's 20, v2's hints, budgets, unrolls)."""
 
 SCHEMA_VERSION = 2
 """2: every row carries `row_sha256` over all its other columns, verified on every read."""
