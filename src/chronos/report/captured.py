@@ -5,6 +5,7 @@ the end-to-end runs and a library's own test suite stock and deployed."""
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from collections import Counter
 from pathlib import Path
@@ -76,6 +77,19 @@ def workload_summary(d: Path, replay: dict | None = None) -> dict:
     return out
 
 
+def exchangeable(w: dict, stock_runs: int) -> dict:
+    """Is a tuned run beyond the stock envelope on racy tensors more often than one more stock run would be?
+    scripts/e2e.py compares stock_a with `stock_runs` other stock-kernel runs (the other stocks and the hook
+    on an empty DB); were the tuned run one more of them, its distance from stock_a would be the largest of
+    stock_runs + 1 exchangeable ones with probability 1 / (stock_runs + 1) per tensor. Expected offenders and
+    the binomial upper tail of those seen (tensors of one run are not independent: a guide, not a proof)."""
+    racy = w["tensors"] - w["deterministic"]
+    seen = sum(o.get("kind") == "racy" for o in w.get("offenders", []))
+    q = 1.0 / (stock_runs + 1)
+    tail = sum(math.comb(racy, k) * q**k * (1 - q) ** (racy - k) for k in range(seen, racy + 1))
+    return {"racy": racy, "racy_offenders": seen, "expected_if_stock": racy * q, "p_if_stock": tail}
+
+
 def one_process_summary(e2e: dict) -> dict:
     """scripts/e2e_one_process.py's result without its per-round times: the step-time ratio stock / tuned and
     the A/A (stock / its second copy) with their intervals, per phase too, what was deployed, the outputs."""
@@ -115,6 +129,7 @@ def e2e_summary(e2e: dict) -> dict:
                                "deterministic_algorithms", "stock_runs", "aa_extra") if k in e2e}
     out["within_stock_spread"] = {  # the phases where stock differs from itself
         p: {k: v for k, v in w.items() if k != "offenders"} | {"offenders": len(w.get("offenders", []))}
+        | exchangeable(w, e2e.get("stock_runs", 2))
         for p, w in (e2e.get("within_stock_spread") or {}).items()}
     out["swapped"] = (e2e.get("hook") or {}).get("swapped", 0)
     out["db_entries"] = (e2e.get("hook") or {}).get("entries")  # the DB it ran with

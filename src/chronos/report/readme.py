@@ -227,6 +227,9 @@ def _outputs(e: dict) -> str:
     equal = [p for p, ok in e["phases_equal"].items() if ok]
     spread = [f"{p}: {'within' if w['within'] else 'outside'} stock's own spread"
               + ("" if w["within"] else f" ({w['offenders']} tensors)")
+              + (f"; {w['racy_offenders']} of {w['racy']} racy tensors beyond it, "
+                 f"{w['expected_if_stock']:.1f} expected of one more stock run (p {w['p_if_stock']:.2f})"
+                 if w.get("racy") else "")
               for p, w in (e.get("within_stock_spread") or {}).items()]
     return "; ".join([f"bitwise: {', '.join(equal)}"] * bool(equal) + spread) or "False"
 
