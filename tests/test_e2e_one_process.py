@@ -4,6 +4,7 @@ stock is deterministic and the tuned set bitwise equal; ratios pair the sets rou
 from __future__ import annotations
 
 import importlib.util
+import shutil
 import sys
 from pathlib import Path
 
@@ -87,3 +88,36 @@ def test_ratios_pair_the_sets_per_round_over_the_summed_step_or_one_phase():
              "tuned": [{"a": 0.5, "b": 1.5}, {"a": 1.0, "b": 1.0}]}
     assert mod.ratios(times, "stock", "tuned") == [1.0, 1.0]
     assert mod.ratios(times, "stock", "tuned", "a") == [2.0, pytest.approx(1.1)]
+
+
+NO_CXX = not (shutil.which("g++") or shutil.which("c++"))
+
+
+@pytest.mark.skipif(NO_CXX, reason="Inductor's CPU code needs a C++ compiler")
+def test_an_anchor_compiles_afresh_where_a_second_stock_model_reuses_stock_s_graph(tmp_path, monkeypatch):
+    """Why compiled_with passes options rather than patching Inductor's config: dynamo serves a second model
+    of the same class from the first one's graph; a compile with other options is a backend of its own."""
+    from torch._dynamo.utils import counters
+
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
+    mod = _script()
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(8, 8)
+
+        def forward(self, x):
+            return torch.relu(self.lin(x)) * 2
+
+    x = torch.randn(4, 8)
+    torch._dynamo.reset()
+    torch.compile(Net())(x)
+    first = counters["stats"]["unique_graphs"]
+    torch.compile(Net())(x)
+    assert counters["stats"]["unique_graphs"] == first  # served from the first one's graph
+    with mod.compiled_with({"max_autotune": True}):
+        anchor = torch.compile(Net())
+    anchor(x)
+    assert counters["stats"]["unique_graphs"] == first + 1
+    torch._dynamo.reset()
