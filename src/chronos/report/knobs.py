@@ -26,7 +26,8 @@ def knob_metrics(census: dict | None, joint: dict | None = None, blocks: dict | 
         for family, s in ((step or {}).get("summary") or {}).items():
             if s.get("measured"):  # a later step replaces an earlier one's numbers
                 out.setdefault("v3", {})[_workload(family)] = {
-                    **{k: s[k] for k in (*FIELDS, *keys, "stock_kept") if k in s}, "gpu": _gpu(step)}
+                    **{k: s[k] for k in (*FIELDS, *keys)}, "gpu": _gpu(step),
+                    **({"stock_kept": s["stock_kept"]} if "stock_kept" in s else {})}
     for family, s in ((anchors or {}).get("summary") or {}).items():
         if s.get("measured"):
             w = _workload(family)

@@ -95,11 +95,12 @@ def census_kernel(spec, folder: Path, backend, timing, min_gain: float) -> dict:
 
 
 def census_family(family: str, selected, measure, parts: Path, replay: bool, out_of_budget,
-                  provenance, label: str = "knob_census", settled=None) -> list[dict]:
+                  provenance, label: str = "knob_census", settled=None, pin_gpu=None) -> list[dict]:
     """`measure(spec)` (a row) for every selected kernel of a family (gpu: recorded into `parts`; replay:
     measured again from the store, `as_recorded` saying whether it chose the same). `settled(spec)`: the row
     of a kernel decided without measuring (from committed files alone, alike on a GPU and in replay), or
-    None."""
+    None. `pin_gpu(gpu)`: in replay, called with the GPU a kernel's part was measured on before it is
+    measured again, so that a later stage's timing of the same contenders on another GPU cannot change it."""
     rows = []
     for _, spec in selected:
         if settled is not None and (row := settled(spec)) is not None:
@@ -107,6 +108,8 @@ def census_family(family: str, selected, measure, parts: Path, replay: bool, out
             continue
         part = parts / family / f"{spec.kernel}.json"
         recorded = json.loads(part.read_text()) if part.is_file() else None
+        if replay and recorded is not None and pin_gpu is not None:
+            pin_gpu((recorded.get("provenance") or {}).get("gpu"))
         if recorded is None and (replay or out_of_budget()):
             why = "not_measured (run this stage on a GPU)" if replay else "not_measured (budget)"
             rows.append({"family": family, "kernel": spec.kernel, "error": why})

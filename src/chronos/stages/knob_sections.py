@@ -38,18 +38,11 @@ def add_arguments(ap) -> None:
     add_backend_arguments(ap)
 
 
-def measurer(args, folder: Path, family: str, backend, timing, min_gain: float,
-             recorded: Path | None = None):
-    """The section's measurement of one kernel of `family` (a row); earlier steps come from their parts. In
-    replay (`recorded`: the section's parts) each kernel is answered by the GPU its part was measured on: a
-    later stage that timed the same contenders on another GPU (the block step's confirmations) must not
-    change its verdicts."""
+def measurer(args, folder: Path, family: str, backend, timing, min_gain: float):
+    """The section's measurement of one kernel of `family` (a row); earlier steps come from their parts."""
     section = args.section
 
     def measure(spec) -> dict:
-        part = recorded / family / f"{spec.kernel}.json" if recorded is not None else None
-        if part is not None and part.is_file():
-            backend.gpu = (json.loads(part.read_text()).get("provenance") or {}).get("gpu")
         if section == "knob_census":
             return census_kernel(spec, folder, backend, timing, min_gain)
         if section == "knob_ptx":
@@ -81,14 +74,15 @@ def run(args, cfg) -> int:
         min_gain = cfg.search.greedy.min_gain
         for family in kcfg.families:
             folder = args.kernels / family
-            measure = measurer(args, folder, family, backend, timing, min_gain, parts if replay else None)
+            measure = measurer(args, folder, family, backend, timing, min_gain)
             settled = None
             if args.section == "knob_blocks":
                 def settled(spec, folder=folder, family=family):
                     return nothing_to_try(spec, folder, prior_winner(spec, folder, args.joint_parts, family))
             rows += census_family(family, selected(args.kernels, family, kcfg.per_family), measure,
                                   parts, replay, lambda: time.perf_counter() - t0 > budget,
-                                  backend.provenance, args.section, settled)
+                                  backend.provenance, args.section, settled,
+                                  lambda gpu: setattr(backend, "gpu", gpu))  # each part's own GPU
         prov = {**backend.provenance(), "command": command_line(args.section, args.argv[2:])}
     finally:
         backend.close()

@@ -67,17 +67,25 @@ def split_winner(actions: list[str]) -> tuple[str | None, list[str]]:
     return None, list(actions)
 
 
-def decision(row: dict) -> tuple[dict | None, str]:
-    """(the winner's config change, "") or (None, why the row gives no config entry)."""
+def confirmed_winner(row: dict) -> tuple[tuple[str | None, list[str]] | None, str]:
+    """((its config label or None, its PTX actions), "") for a row whose confirmed winner kept stock's bits,
+    else (None, why not)."""
     best = row.get("best") or {}
     if best.get("verdict") != FASTER or not best.get("actions"):
         return None, "no confirmed winner"
-    label = split_winner(best["actions"])[0]
-    if label is None:
-        return None, f"its winner {'+'.join(best['actions'])} is PTX actions alone (a tuned PTX entry)"
     if not winner_bit_exact(row):
         return None, f"{'+'.join(best['actions'])} was not bit-exact"
-    return config_change(label), ""
+    return split_winner(best["actions"]), ""
+
+
+def decision(row: dict) -> tuple[dict | None, str]:
+    """(the winner's config change, "") or (None, why the row gives no config entry)."""
+    winner, why = confirmed_winner(row)
+    if winner is None:
+        return None, why
+    if winner[0] is None:
+        return None, f"its winner {'+'.join(winner[1])} is PTX actions alone (a tuned PTX entry)"
+    return config_change(winner[0]), ""
 
 
 def winner_bit_exact(row: dict) -> bool:
@@ -136,13 +144,12 @@ def write_configs(folder: Path, parts: list[Path], db_path: Path) -> dict:
     from chronos.kernels.spec import load_specs
     from chronos.triton.tuned_db import TunedDB
 
-    raw_specs = json.loads((folder / "specs.json").read_text())
+    raw_specs, knobs = json.loads((folder / "specs.json").read_text()), _json(folder / "knobs.json")
     ctx = {"folder": folder, "specs": {s["kernel"]: s for s in raw_specs},
            "spec_objs": {s.kernel: s for s in load_specs(folder / "specs.json")},
-           "identity": _json(folder / "triton.json"),
-           "knobs": _json(folder / "knobs.json").get("kernels", {}),
-           "blocks": _json(folder / "blocks.json").get("kernels", {}),
-           "versions": _json(folder / "knobs.json").get("provenance", {})}
+           "identity": _json(folder / "triton.json"), "knobs": knobs.get("kernels", {}),
+           "versions": knobs.get("provenance", {}),
+           "blocks": _json(folder / "blocks.json").get("kernels", {})}
     out: dict = {"kernels": 0, "entries": 0, "ptx_entries": 0, "left_out": {}}
     with TunedDB(db_path) as db:
         for path in parts:
@@ -159,22 +166,20 @@ def write_configs(folder: Path, parts: list[Path], db_path: Path) -> dict:
 
 def _put_winner(db, ctx: dict, row: dict, part: str, out: dict) -> str:
     """One part's winner into the DB (its config, then its PTX actions); why not, or ""."""
-    best = row.get("best") or {}
-    if best.get("verdict") != FASTER or not best.get("actions"):
-        return "no confirmed winner"
-    if not winner_bit_exact(row):
-        return f"{'+'.join(best['actions'])} was not bit-exact"
+    winner, why = confirmed_winner(row)
+    if winner is None:
+        return why
     spec, ident = ctx["specs"].get(row["kernel"]), ctx["identity"].get(row["kernel"], {})
     if spec is None:
         return "not in the capture's specs"
-    label, ptx_actions = split_winner(best["actions"])
+    label, ptx_actions = winner
     if label is not None:
         why = _put_config(db, ctx, row, spec, ident, config_change(label), part)
         if why:
             return why
         out["entries"] += 1
     if ptx_actions:
-        why = _put_ptx(db, ctx, row, ident, label, part)
+        why = _put_ptx(db, ctx, row, ident, (label, ptx_actions), part)
         if why:
             return why
         out["ptx_entries"] += 1
@@ -201,11 +206,12 @@ def _put_config(db, ctx: dict, row: dict, spec: dict, ident: dict, change: dict,
     return ""
 
 
-def _put_ptx(db, ctx: dict, row: dict, ident: dict, label: str | None, part: str) -> str:
+def _put_ptx(db, ctx: dict, row: dict, ident: dict, winner: tuple[str | None, list[str]], part: str) -> str:
     """The winner's PTX actions, keyed by the PTX its config makes (Triton's hash where stock is the root;
     a config's compile hash is unknown offline: "config:<label>", and the code key finds it)."""
     from chronos.triton.tuned_db import entry_names, make_key
 
+    label, ptx_actions = winner
     spec = ctx["spec_objs"][row["kernel"]]
     best, prov = row["best"], row.get("provenance", {})
     name = ident.get("name")
@@ -218,7 +224,7 @@ def _put_ptx(db, ctx: dict, row: dict, ident: dict, label: str | None, part: str
     if entry_names(tuned) != [name]:
         return f"its PTX defines {entry_names(tuned)}, not {name}"
     key = make_key(triton_hash, root, name, gpu=prov["gpu"], driver=prov["driver"], ptxas=prov["ptxas"])
-    db.put(key, split_winner(best["actions"])[1], tuned, best["ratio"], tuple(best["ci"]),
+    db.put(key, ptx_actions, tuned, best["ratio"], tuple(best["ci"]),
            {"bit_exact": True, "verdict": best["verdict"], "config": label},
            {"kernel": row["kernel"], "part": part, "alignment": dict(spec.alignment)})
     return ""
