@@ -212,6 +212,9 @@ def captured_metrics(captured: dict | None) -> dict:
             out.setdefault("e2e", {})[w] = {
                 "speedup": one["speedup"]["median"], "ci95": one["speedup"]["ci95"],
                 "aa": one["aa"]["median"], "aa_ci95": one["aa"]["ci95"],
+                # dvc metrics and `dvc exp show` list numbers, not lists: the bounds as numbers too
+                "ci95_low": one["speedup"]["ci95"][0], "ci95_high": one["speedup"]["ci95"][1],
+                "aa_ci95_low": one["aa"]["ci95"][0], "aa_ci95_high": one["aa"]["ci95"][1],
                 "outputs_equal": one["outputs"]["tuned_bitwise"],
                 "stock_deterministic": one["outputs"]["stock_deterministic"], "swapped": one["swapped"],
                 "configs_applied": one["configs_applied"], "gpu": one["gpu"], "method": "one_process"}
