@@ -92,7 +92,7 @@ print(','.join(workload(n).name for n in (sys.argv[1].split() or NAMES)))" "${WO
     heldout_picks)
       python3 -m chronos.stages.heldout --params params.yaml --picks reports/heldout.json --backend gpu \
         --store data/store/measurements.sqlite --out "$LOGS/heldout_gpu.json" ;;
-    blocks) python3 scripts/make_block_variants.py --out . ;;
+    blocks) python3 scripts/make_block_variants.py --out . ${WORKLOADS:+--workloads $WORKLOADS} ;;
     knob_blocks)
       python3 -m chronos.stages.knob_blocks --params params.yaml --backend gpu --parts data/knob_blocks \
         --store data/store/measurements.sqlite --out reports/knob_blocks.json ${KNOB_BUDGET:+--budget $KNOB_BUDGET} ;;

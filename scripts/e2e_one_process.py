@@ -10,12 +10,12 @@ fresh caches), keeps those stock launchers, then compiles every kernel again twi
 (`stock_copy`) and with the DB deployed (`tuned`: its tuned configs and PTX). Outputs: each set runs every
 phase once and hashes what it returns; stock vs stock_copy says whether stock is deterministic, stock vs
 tuned whether the tuned kernels keep every bit. Time: `--rounds` rounds; in each the three sets take turns
-(order rotated), each running every phase for about `--round-seconds`; per round `speedup` = stock /
+(in an order drawn afresh per round), each running every phase for about `--round-seconds`; per round `speedup` = stock /
 tuned and `aa` = stock / stock_copy over the summed step times (and per phase), reported as median, IQR
 and a bootstrap 95% CI over rounds. `--anchors max_autotune coordesc`: Inductor's tuners, each the workload
 built and compiled again with its options in the same process, take their turns too; per anchor stock /
 anchor and anchor / tuned (Chronos v3 over it). Status: the three sets ran on an H100 (2026-12-05, flex:
-1.0088x, A/A 1.0012, reports/h200_runs/2026-12-05-h100); the anchors are tested on a CPU only.
+1.0088x, A/A 1.0012, reports/h200_runs/2026-12-05-h100).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import argparse
 import contextlib
 import json
 import os
+import random
 import sys
 import tempfile
 import time
@@ -70,14 +71,16 @@ def timed(phases: dict, steps: dict) -> dict[str, float]:
 def rounds(phases: dict, sets: dict, steps: dict, n: int,
            anchors: dict | None = None) -> dict[str, list[dict]]:
     """Per set (and per anchor: its own compiled phases), per round, the seconds per step of each phase; all
-    take turns, order rotated."""
+    take turns, in an order drawn afresh each round."""
     from chronos.triton import kernel_sets
 
     runs = {s: (phases, ks) for s, ks in sets.items()} | {a: (ph, None) for a, ph in (anchors or {}).items()}
     times: dict[str, list[dict]] = {s: [] for s in runs}
-    names = list(runs)
-    for r in range(n):
-        for s in names[r % len(names):] + names[: r % len(names)]:
+    order = random.Random(0)
+    for _ in range(n):
+        # a fresh order each round: with a fixed rotation each set always follows the same one, and what
+        # that one leaves behind (a cooler GPU after a slow set) biased the ratios (H100, 2026-12-05)
+        for s in order.sample(list(runs), len(runs)):
             run, ks = runs[s]
             kernel_sets.use(ks or sets["stock"])  # an anchor's kernels are its own autotuners'
             times[s].append(timed(run, steps))
@@ -159,7 +162,16 @@ def build_anchors(workloads, workload: str, names: list[str], stock_digests: dic
     """Each anchor's phases (the workload built and compiled again under that tuner, same seed), warmed up,
     and whether its outputs equal stock's bit for bit."""
     import torch
+    import torch._dynamo
 
+    # each anchor compiles the workload's functions again: stock's and the anchors' graphs together pass
+    # dynamo's default of 8 per function, past which it silently runs the function eagerly (flex's decode
+    # at 14x stock's time, H100, 2026-12-05)
+    limit = 8 * (1 + len(names))
+    torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, limit)
+    if hasattr(torch._dynamo.config, "accumulated_recompile_limit"):
+        torch._dynamo.config.accumulated_recompile_limit = max(
+            torch._dynamo.config.accumulated_recompile_limit, 32 * limit)
     built, bitwise = {}, {}
     for a in names:
         with compiled_with(ANCHORS[a]):

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import copy
 import importlib.util
+import tempfile
 from pathlib import Path
 
 from chronos.triton.blocks import block_moves
+from chronos.triton.template_blocks import edited, grid_axis0, row_blocks, template_moves
 from chronos.triton.tuned_db import ptx_identity_sha256
 
 
@@ -44,14 +46,20 @@ def compile_config(tuner, cfg):
     return k.asm["ptx"], int(k.metadata.num_warps), int(k.metadata.shared), meta
 
 
-def grid_for(tuner, cfg, meta: dict, args: list[dict]) -> tuple[int, int, int]:
-    """Inductor's grid for `cfg`, its numels read from the launch's scalar arguments (the kernel's
-    parameters in order: its non-constexpr, non-constant arguments)."""
-    from torch._inductor.runtime.triton_heuristics import GridExpr
-
+def launch_scope(meta: dict, args: list[dict]) -> dict:
+    """The launch's scalar arguments by parameter name (the kernel's parameters in order: its
+    non-constexpr, non-constant arguments) and the integer constants."""
     params = [n for n, t in meta["signature"].items() if t != "constexpr" and n not in meta["constants"]]
     scope = {n: a["value"] for n, a in zip(params, args, strict=False) if a.get("kind") == "scalar"}
     scope.update({k: v for k, v in meta["constants"].items() if isinstance(v, int)})
+    return scope
+
+
+def grid_for(tuner, cfg, meta: dict, args: list[dict]) -> tuple[int, int, int]:
+    """Inductor's grid for `cfg`, its numels read from the launch's scalar arguments."""
+    from torch._inductor.runtime.triton_heuristics import GridExpr
+
+    scope = launch_scope(meta, args)
     return tuple(int(g) for g in GridExpr.from_meta(tuner.inductor_meta, cfg).eval_slow(scope))
 
 
@@ -126,6 +134,45 @@ def build_kernel(paths: list[str], name: str, ident: str, launches: dict,
     else:
         moves = [{"label": label, **c} for label, c in configs.items()]
     out["variants"] = [build_move(tuner, cfg, m, ident, launches, out["grid_checks"]) for m in moves]
+    if configs is None and (rows := template_moves(tuner.fn.src, cfg.num_warps)):
+        out["template_grid_checks"], grids = template_grids(tuner.fn.src, meta, launches)
+        out["variants"] += [build_template_move(Path(source), name, cfg, m, ident, grids) for m in rows]
     return out
+
+
+def template_grids(src: str, meta: dict, launches: dict) -> tuple[dict, dict]:
+    """Per launch: whether the template's grid rule gives the captured grid for the stock row blocks, and
+    (where it does) a function from row blocks to that launch's grid."""
+    checks, grids = {}, {}
+    stock = row_blocks(src)
+    for kernel, (args, grid) in launches.items():
+        scope = launch_scope(meta, args)
+        try:
+            got = grid_axis0(src, stock, scope)
+        except ValueError as e:
+            checks[kernel] = error_text(e)
+            continue
+        checks[kernel] = got == grid[0] or f"stock row blocks give {got}, captured {grid[0]}"
+        if checks[kernel] is True:
+            grids[kernel] = lambda blocks, s=scope, g=tuple(grid): [grid_axis0(src, blocks, s), g[1], g[2]]
+    return checks, grids
+
+
+def build_template_move(module: Path, name: str, cfg, move: dict, ident: str, grids: dict) -> dict:
+    """One row-block move of a template: its module recompiled with the edited constexprs (the stock config
+    otherwise, num_warps as the move says): PTX, launch numbers and a grid per checked launch."""
+    v = {"label": move["label"], "blocks": move["blocks"], "num_warps": move["num_warps"]}
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / module.name
+            path.write_text(edited(module.read_text(), move["blocks"]))
+            tuner = load_tuner(path, name)
+            ptx, warps, shared, _ = compile_config(tuner, with_config(cfg, cfg.kwargs, move["num_warps"]))
+    except Exception as e:  # noqa: BLE001 - a move Triton cannot compile is a result, said as it is
+        return {**v, "error": error_text(e)}
+    if ptx_identity_sha256(ptx) == ident:
+        return {**v, "same_as_stock": True}
+    return {**v, "ptx_text": ptx, "num_warps": warps, "shared": shared,
+            "grids": {k: f(move["blocks"]) for k, f in grids.items()}}
 
 

@@ -1,0 +1,60 @@
+"""Row blocks of FlexAttention's templates (#28): recognised from the committed sources of the captured flex
+kernels, moved only down, the grid's first axis following the template's own program-id arithmetic, and
+the module edited in exactly one place per block."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+
+from chronos.triton.template_blocks import constexpr, edited, grid_axis0, row_blocks, template_moves
+
+BLOCKS = Path(__file__).resolve().parents[2] / "data/kernels/captured/flex/blocks"
+FORWARD = "triton_tem_fused_flex_attention_0_6ba384d8"
+DECODE = "triton_tem_fused__to_copy_flex_attention_ones_slice_sort_sum_transpose_zeros_2_eb43a34d"
+BACKWARD = "triton_tem_fused_flex_attention_backward_1_22f2040c"
+
+
+def _source(stem: str) -> str:
+    return gzip.decompress((BLOCKS / stem / "source.py.gz").read_bytes()).decode()
+
+
+def test_the_forward_and_backward_templates_have_their_row_blocks_and_pointwise_kernels_none():
+    assert row_blocks(_source(FORWARD)) == {"BLOCK_M": 128}
+    assert row_blocks(_source(BACKWARD)) == {"BLOCK_N1": 128, "BLOCK_M2": 128}
+    assert row_blocks(_source("triton_poi_fused_ones_0_55d7e014")) == {}
+    assert constexpr(_source(FORWARD), "BLOCK_N") == 64  # the inner block: there, never moved
+
+
+def test_the_rule_gives_the_captured_grids_for_the_stock_blocks():
+    fwd, bwd, dec = _source(FORWARD), _source(BACKWARD), _source(DECODE)
+    assert grid_axis0(fwd, {"BLOCK_M": 128}, {}) == 32  # captured [32, 1, 32]
+    assert grid_axis0(bwd, {"BLOCK_N1": 128, "BLOCK_M2": 128}, {}) == 64  # captured [64, 1, 32]
+    assert grid_axis0(dec, {"BLOCK_M": 128}, {"ks0": 8}) == 1  # Q_LEN = ks0; captured [1, 8, 32]
+    assert grid_axis0(fwd, {"BLOCK_M": 32}, {}) == 128
+    assert grid_axis0(bwd, {"BLOCK_N1": 64, "BLOCK_M2": 128}, {}) == 96
+    with pytest.raises(ValueError, match="ks0"):
+        grid_axis0(dec, {"BLOCK_M": 64}, {})
+
+
+def test_moves_go_down_to_sixteen_rows_one_block_at_a_time_with_both_warp_counts():
+    moves = template_moves(_source(BACKWARD), 8)
+    labels = [m["label"] for m in moves]
+    assert labels[:2] == ["BLOCK_N1=64", "BLOCK_N1=64,num_warps=4"] and len(moves) == 12
+    assert {"BLOCK_N1": 128, "BLOCK_M2": 16} in [m["blocks"] for m in moves]
+    assert all(min(m["blocks"].values()) >= 16 and max(m["blocks"].values()) <= 128 for m in moves)
+    assert all(sum(v != 128 for v in m["blocks"].values()) == 1 for m in moves)
+    assert [m["label"] for m in template_moves(_source(FORWARD), 4)][:2] == ["BLOCK_M=64",
+                                                                            "BLOCK_M=64,num_warps=8"]
+
+
+def test_the_edit_changes_only_the_row_block_lines_and_refuses_a_module_it_does_not_understand():
+    src = _source(FORWARD)
+    out = edited(src, {"BLOCK_M": 32})
+    assert row_blocks(out) == {"BLOCK_M": 32} and constexpr(out, "BLOCK_N") == 64
+    assert len(out.splitlines()) == len(src.splitlines())
+    assert sum(a != b for a, b in zip(src.splitlines(), out.splitlines(), strict=True)) == 1
+    with pytest.raises(ValueError, match="BLOCK_M: 2 constexpr lines"):
+        edited(src + "\n    BLOCK_M : tl.constexpr = 128\n", {"BLOCK_M": 32})
