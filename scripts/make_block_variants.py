@@ -94,7 +94,8 @@ def record(folder: Path, e: dict, res: dict) -> None:
         return
     stem = e["stem"]
     e.update(source=f"blocks/{stem}/source.py.gz", stock_config=res["stock_config"],
-             heuristic=res["heuristic"], grid_checks=res["grid_checks"], remade_stock=True, variants=[])
+             heuristic=res["heuristic"], grid_checks=res["grid_checks"], remade_stock=True, variants=[],
+             **{k: res[k] for k in ("template_grid_checks",) if k in res})
     gz(folder / e["source"], res["source_text"])
     for v in res["variants"]:
         if "ptx_text" in v:

@@ -50,11 +50,15 @@ def test_moves_go_down_to_sixteen_rows_one_block_at_a_time_with_both_warp_counts
                                                                             "BLOCK_M=64,num_warps=8"]
 
 
-def test_the_edit_changes_only_the_row_block_lines_and_refuses_a_module_it_does_not_understand():
+def test_the_edit_sets_every_declaration_of_a_row_block_and_refuses_ones_that_disagree():
     src = _source(FORWARD)
-    out = edited(src, {"BLOCK_M": 32})
-    assert row_blocks(out) == {"BLOCK_M": 32} and constexpr(out, "BLOCK_N") == 64
-    assert len(out.splitlines()) == len(src.splitlines())
-    assert sum(a != b for a, b in zip(src.splitlines(), out.splitlines(), strict=True)) == 1
-    with pytest.raises(ValueError, match="BLOCK_M: 2 constexpr lines"):
-        edited(src + "\n    BLOCK_M : tl.constexpr = 128\n", {"BLOCK_M": 32})
+    helper = ("\n\n@triton.jit\ndef forward_inner(q):\n"
+              "    BLOCK_M : tl.constexpr = 128\n    BLOCK_N : tl.constexpr = 64\n")
+    out = edited(src + helper, {"BLOCK_M": 32})
+    assert out.count("BLOCK_M : tl.constexpr = 32") == 2 and "BLOCK_M : tl.constexpr = 128" not in out
+    assert out.count("BLOCK_N : tl.constexpr = 64") == 2
+    assert sum(a != b for a, b in zip((src + helper).splitlines(), out.splitlines(), strict=True)) == 2
+    with pytest.raises(ValueError, match=r"BLOCK_M: constexpr declarations with values \['128', '64'\]"):
+        edited(src + helper.replace("= 128", "= 64"), {"BLOCK_M": 32})
+    with pytest.raises(ValueError, match=r"BLOCK_N1: .* values \[\]"):
+        edited(src, {"BLOCK_N1": 32})

@@ -104,3 +104,12 @@ def test_a_later_stage_s_part_of_a_kernel_supersedes_an_earlier_one_s(tmp_path):
     got = latest_parts([tmp_path / "knob_ptx", tmp_path / "knob_blocks", tmp_path / "absent"])
     assert [p.relative_to(tmp_path).as_posix() for p in got] == [
         "knob_ptx/a.json", "knob_blocks/b.json", "knob_blocks/c.json"]
+
+
+def test_a_template_row_block_winner_is_left_out_with_why_and_never_read_as_ptx_actions():
+    row = {"best": {"verdict": "faster", "actions": ["BLOCK_M=64,num_warps=4", "reorder_lf"]},
+           "blocks": [{"action": "BLOCK_M=64,num_warps=4", "verdict": "faster", "valid": True}],
+           "candidates": [{"action": "BLOCK_M=64,num_warps=4+reorder_lf", "verdict": "faster", "valid": True}]}
+    got, why = decision(row)
+    assert got is None and "template row block BLOCK_M=64,num_warps=4" in why
+    assert config_change("BLOCK_M=64") is None and config_change("XBLOCK=64")["kwargs"] == {"XBLOCK": 64}

@@ -83,11 +83,14 @@ def template_moves(source: str, num_warps: int) -> list[dict]:
 
 
 def edited(module_text: str, blocks: dict[str, int]) -> str:
-    """The module's text with its row blocks set to `blocks` (each `KEY : tl.constexpr = N` line exactly
-    once, else ValueError: a template this does not understand is not edited)."""
+    """The module's text with its row blocks set to `blocks`. Inductor declares a template's constants again
+    at the top of each of its helper functions (`BLOCK_M : tl.constexpr = 128` in the kernel and in
+    forward_inner...): every declaration is set, and all must hold one value, else ValueError (a template
+    this does not understand is not edited)."""
     for key, value in blocks.items():
-        pattern = re.compile(rf"^(\s*{key}\s*:\s*tl\.constexpr\s*=\s*)\d+\s*$", re.MULTILINE)
-        module_text, n = pattern.subn(lambda m, v=value: f"{m.group(1)}{v}", module_text)
-        if n != 1:
-            raise ValueError(f"{key}: {n} constexpr lines in the module, expected 1")
+        pattern = re.compile(rf"^(\s*{key}\s*:\s*tl\.constexpr\s*=\s*)(\d+)\s*$", re.MULTILINE)
+        olds = {m.group(2) for m in pattern.finditer(module_text)}
+        if len(olds) != 1:
+            raise ValueError(f"{key}: constexpr declarations with values {sorted(olds)}, expected one value")
+        module_text = pattern.sub(lambda m, v=value: f"{m.group(1)}{v}", module_text)
     return module_text

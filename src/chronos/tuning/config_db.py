@@ -23,6 +23,9 @@ from chronos.measure.verdicts import FASTER
 
 KNOB = re.compile(r"^(num_warps|num_stages|maxnreg)=(\d+)$")
 BLOCK = re.compile(r"^([XYZ]|R\d_)BLOCK=(\d+)$")
+ROW_BLOCK = re.compile(r"(^|,)BLOCK_(M|N1|M2)=\d+(,|$)")
+"""A template's row block (chronos.triton.template_blocks): folded into the template's source and its
+launch grid, so no config change deploys it."""
 
 
 def config_change(label: str) -> dict | None:
@@ -75,6 +78,9 @@ def confirmed_winner(row: dict) -> tuple[tuple[str | None, list[str]] | None, st
         return None, "no confirmed winner"
     if not winner_bit_exact(row):
         return None, f"{'+'.join(best['actions'])} was not bit-exact"
+    if ROW_BLOCK.search(best["actions"][0]):
+        return None, (f"its template row block {best['actions'][0]} lives in the template's source and grid: "
+                      "not deployable through the DB")
     return split_winner(best["actions"]), ""
 
 
