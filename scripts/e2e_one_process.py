@@ -10,12 +10,13 @@ fresh caches), keeps those stock launchers, then compiles every kernel again twi
 (`stock_copy`) and with the DB deployed (`tuned`: its tuned configs and PTX). Outputs: each set runs every
 phase once and hashes what it returns; stock vs stock_copy says whether stock is deterministic, stock vs
 tuned whether the tuned kernels keep every bit. Time: `--rounds` rounds; in each the three sets take turns
-(in an order drawn afresh per round), each running every phase for about `--round-seconds`; per round `speedup` = stock /
-tuned and `aa` = stock / stock_copy over the summed step times (and per phase), reported as median, IQR
-and a bootstrap 95% CI over rounds. `--anchors max_autotune coordesc`: Inductor's tuners, each the workload
-built and compiled again with its options in the same process, take their turns too; per anchor stock /
-anchor and anchor / tuned (Chronos v3 over it). Status: the three sets ran on an H100 (2026-12-05, flex:
-1.0088x, A/A 1.0012, reports/h200_runs/2026-12-05-h100).
+(in an order drawn afresh per round), each running every phase for about `--round-seconds`; per round
+`speedup` = stock / tuned and `aa` = stock / stock_copy over the summed step times (and per phase),
+reported as median, IQR and a bootstrap 95% CI over rounds. `--anchors max_autotune coordesc`: Inductor's
+tuners, each the workload built and compiled again with its options in the same process, take their turns
+too; per anchor stock / anchor and anchor / tuned (Chronos v3 over it). Status: ran on an H100 (2026-12-05:
+flex 1.0088x, A/A 1.0012, reports/h200_runs/2026-12-05-h100; with the anchors, flex and bert,
+reports/h200_runs/2026-12-05b-h100).
 """
 
 from __future__ import annotations

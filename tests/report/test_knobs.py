@@ -42,3 +42,22 @@ def test_a_later_step_that_measured_a_workload_gives_its_v3_and_the_anchors_thei
     assert m["anchor"]["flex"] == {"max_autotune": {"kernels": 5, "time_geomean": 1.05},
                                    "coordesc": {"kernels": 6, "time_geomean": 1.08}}
     assert m["v3_on_coordesc"]["flex"]["time_geomean"] == 1.03 and "anchor" not in knob_metrics(census, joint)
+
+
+def test_the_committed_anchor_runs_give_step_metrics_and_a_readme_row_per_workload():
+    from chronos.report.captured import workload_summary
+    from chronos.report.knobs import anchors_section
+    from chronos.report.tables import anchor_metrics
+
+    root = Path(__file__).resolve().parents[2] / "data/kernels/captured"
+    got = {w: anchor_metrics(workload_summary(root / w)["e2e_anchors"]) for w in ("flex", "bert")}
+    flex = got["flex"]
+    assert flex["gpu"] == "NVIDIA H100 80GB HBM3" and flex["rounds"] == 20 and flex["v3_bitwise"]
+    for tuner in ("max_autotune", "coordesc"):
+        m = flex[tuner]
+        assert m["step_speedup_ci95_low"] <= m["step_speedup"] <= m["step_speedup_ci95_high"]
+        assert m["v3_over_ci95_low"] <= m["v3_over"] <= m["v3_over_ci95_high"] and m["bitwise"] is True
+    assert got["bert"]["max_autotune"]["bitwise"] is False  # its GEMM templates change the numerics
+    lines = anchors_section(got)
+    assert sum(line.startswith(("| flex |", "| bert |")) for line in lines) == 2
+    assert anchors_section({"llama": {"max_autotune": {"kernels": 3, "time_geomean": 1.0}}}) == []

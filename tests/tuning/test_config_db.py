@@ -109,7 +109,23 @@ def test_a_later_stage_s_part_of_a_kernel_supersedes_an_earlier_one_s(tmp_path):
 def test_a_template_row_block_winner_is_left_out_with_why_and_never_read_as_ptx_actions():
     row = {"best": {"verdict": "faster", "actions": ["BLOCK_M=64,num_warps=4", "reorder_lf"]},
            "blocks": [{"action": "BLOCK_M=64,num_warps=4", "verdict": "faster", "valid": True}],
-           "candidates": [{"action": "BLOCK_M=64,num_warps=4+reorder_lf", "verdict": "faster", "valid": True}]}
+           "candidates": [{"action": "BLOCK_M=64,num_warps=4+reorder_lf", "verdict": "faster",
+                           "valid": True}]}
     got, why = decision(row)
     assert got is None and "template row block BLOCK_M=64,num_warps=4" in why
     assert config_change("BLOCK_M=64") is None and config_change("XBLOCK=64")["kwargs"] == {"XBLOCK": 64}
+
+
+def test_where_the_latest_winner_is_a_row_block_the_earlier_stage_s_winner_deploys_in_its_place(tmp_path):
+    from chronos.tuning.config_db import parts_newest_first
+
+    flex = ROOT / "data" / "kernels" / "captured" / "flex"
+    stages = [ROOT / "data" / s / "captured" / "flex" for s in ("knob_ptx", "knob_blocks")]
+    got = write_configs(flex, parts_newest_first(stages), tmp_path / "v3.sqlite")
+    sort_sum = next(k for k in got["in_its_place"] if "sort_sum" in k)
+    assert got["in_its_place"][sort_sum].startswith("knob_ptx's winner")
+    assert "BLOCK_M=64,num_warps=4" in got["in_its_place"][sort_sum]
+    forward = next(k for k in got["left_out"] if "flex_attention_0_d705c294" in k)
+    why = got["left_out"][forward]
+    assert why.startswith("knob_blocks: not deployable") and "knob_ptx: " in why
+    assert got["entries"] == 1 and got["ptx_entries"] == 2

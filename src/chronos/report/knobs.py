@@ -84,3 +84,31 @@ def knob_section(census: dict | None, joint: dict | None = None, blocks: dict | 
         lines.append(f"| {_workload(family)} | {s['measured']} | {s['faster']} | {_x(s['time_geomean'])} | "
                      f"{share} | " + " | ".join(per) + steps)
     return lines
+
+
+def _ci(m: dict, name: str) -> str:
+    return f"{m[name]:.4f} ({m[f'{name}_ci95_low']:.4f}–{m[f'{name}_ci95_high']:.4f})"
+
+
+def anchors_section(anchors: dict) -> list[str]:
+    """Inductor's tuners beside Chronos v3 at the step (metrics' anchor.<workload>, from
+    scripts/e2e_one_process.py --anchors): one row per workload, each ratio with its 95% interval."""
+    rows = {w: a for w, a in sorted(anchors.items()) if "v3" in a}
+    if not rows:
+        return []
+    note = ("Inductor's tuners beside Chronos v3, step time in one process (`scripts/e2e_one_process.py "
+            "--anchors max_autotune coordesc`: stock, its second copy, Chronos v3 on stock, and the workload "
+            "compiled again under max-autotune and under coordinate descent with max-autotune, all taking "
+            "turns in a fresh order each round; median of per-round ratios, bootstrap 95% CI). Above 1: the "
+            "first is slower. Bitwise: the tuner's outputs equal stock's bit for bit.")
+    head = ("| workload | GPU, rounds | stock / v3 | A/A | stock / max-autotune | max-autotune / v3 | "
+            "stock / coordesc | coordesc / v3 | bitwise (max-autotune, coordesc) |")
+    lines = ["", note, "", head, "|---|---|---|---|---|---|---|---|---|"]
+    for w, a in rows.items():
+        mat, cd = a.get("max_autotune", {}), a.get("coordesc", {})
+        cells = [_ci(t, k) if "step_speedup" in t else "—"
+                 for t in (mat, cd) for k in ("step_speedup", "v3_over")]
+        gpu = a["gpu"].replace("NVIDIA ", "")
+        lines.append(f"| {w} | {gpu}, {a['rounds']} | {_ci(a, 'v3')} | {_ci(a, 'aa')} | "
+                     + " | ".join(cells) + f" | {mat.get('bitwise')}, {cd.get('bitwise')} |")
+    return lines

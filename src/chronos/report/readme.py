@@ -273,7 +273,8 @@ def captured_section(captured: dict | None) -> list[str]:
            for name, w in sorted(workloads.items()) if (o := w.get("e2e_one_process"))]
     one_head = ["", ("End to end in one process (`scripts/e2e_one_process.py`: stock, a second stock copy "
                      "and the tuned kernels loaded together, steps alternating between them, order rotated "
-                     "per round; ratios per round of summed step times, median and bootstrap 95% CI):")
+                     "per round (drawn afresh per round since 2026-12-05's anchor runs); ratios per round of "
+                     "summed step times, median and bootstrap 95% CI):")
                 ] if one else []
     return [*lines, "", note, *([""] + det if det else []), *one_head, *one]
 

@@ -222,6 +222,8 @@ def captured_metrics(captured: dict | None) -> dict:
                 out["e2e"][w].setdefault("anchors", {})[a] = {
                     "speedup": v["speedup"]["median"], "ci95": v["speedup"]["ci95"],
                     "v3_over": v["v3_over"]["median"], "v3_over_ci95": v["v3_over"]["ci95"]}
+        if "e2e_anchors" in s:
+            out.setdefault("anchor", {})[w] = anchor_metrics(s["e2e_anchors"])
     for name, s in sorted(((captured or {}).get("libraries") or {}).items()):
         tune, tests = s.get("tune", {}), s["tests"]
         out.setdefault("library", {})[name] = {
@@ -287,3 +289,19 @@ def headroom_metrics(headroom: dict | None, census: dict | None = None, heldout:
     if searched.get("kernels"):  # multi-step, scored in its own search's last comparison
         v2["greedy_search"] = {k: searched[k] for k in ("kernels", "multi_step", "time_geomean")}
     return {"v2": v2} if v2 else {}
+
+
+def anchor_metrics(run: dict) -> dict:
+    """Inductor's tuners beside stock and Chronos v3 at the step, in one process (scripts/e2e_one_process.py
+    --anchors): per tuner stock / tuner (`step_speedup`) and tuner / Chronos v3 (`v3_over`), each with its
+    95% bounds as numbers, whether its outputs kept stock's bits; the run's own v3 and A/A beside them. Step
+    ratios, not per-kernel geomeans: under these tuners Inductor launches other kernels."""
+    def bounds(name: str, s: dict) -> dict:
+        return {name: s["median"], f"{name}_ci95_low": s["ci95"][0], f"{name}_ci95_high": s["ci95"][1]}
+
+    out = {"gpu": run["gpu"], "rounds": run["speedup"]["rounds"], **bounds("v3", run["speedup"]),
+           **bounds("aa", run["aa"]), "v3_bitwise": run["outputs"]["tuned_bitwise"]}
+    for a, v in run["anchors"].items():
+        out[a] = {**bounds("step_speedup", v["speedup"]), **bounds("v3_over", v["v3_over"]),
+                  "bitwise": v["bitwise"]}
+    return out

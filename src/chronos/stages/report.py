@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from chronos.report.knobs import knob_metrics, knob_section
+from chronos.report.knobs import anchors_section, knob_metrics, knob_section
 from chronos.report.plots import bc_curves, grpo_curves, heldout_curves, search_bars, triton_bars
 from chronos.report.readme import render_readme
 from chronos.report.tables import (
@@ -89,7 +89,11 @@ def _body(args, cfg) -> None:
                               search, x["aa"])
     metrics.update(captured_metrics(x["captured"]))
     metrics.update(headroom_metrics(x["headroom"], x["census"], x["heldout"], x["random_time"]))
-    metrics.update(knob_metrics(x["knob_census"], x["knob_ptx"], x["knob_blocks"], x["knob_anchors"]))
+    knob = knob_metrics(x["knob_census"], x["knob_ptx"], x["knob_blocks"], x["knob_anchors"])
+    for w, tuners in knob.pop("anchor", {}).items():  # per kernel beside the step's anchor numbers
+        for tuner, v in tuners.items():
+            metrics.setdefault("anchor", {}).setdefault(w, {}).setdefault(tuner, {}).update(v)
+    metrics.update(knob)
     if x["reliability"]:  # benchmarks/bench_reliability.py: bad input through the CLI, counted
         metrics["reliability"] = {k: x["reliability"][k] for k in ("inputs_tried", "tracebacks", "silent")}
     if (r / "heldout_curves.csv").is_file() and x["heldout"]:
@@ -99,7 +103,8 @@ def _body(args, cfg) -> None:
     (r / "README.md").write_text(render_readme(metrics, table, x["baseline"], partial, x["oracle"], search,
                                                _verdicts(x, cfg), x["captured"], x["headroom"],
                                                x["heldout"], knob_section(x["knob_census"], x["knob_ptx"],
-                                                                            x["knob_blocks"])))
+                                                                            x["knob_blocks"])
+                                               + anchors_section(metrics.get("anchor", {}))))
     print(f"report: {json.dumps(metrics)}")
 
 

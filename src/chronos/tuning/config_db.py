@@ -26,6 +26,7 @@ BLOCK = re.compile(r"^([XYZ]|R\d_)BLOCK=(\d+)$")
 ROW_BLOCK = re.compile(r"(^|,)BLOCK_(M|N1|M2)=\d+(,|$)")
 """A template's row block (chronos.triton.template_blocks): folded into the template's source and its
 launch grid, so no config change deploys it."""
+ROW_BLOCK_WHY = "not deployable through the DB: its template row block"
 
 
 def config_change(label: str) -> dict | None:
@@ -79,8 +80,7 @@ def confirmed_winner(row: dict) -> tuple[tuple[str | None, list[str]] | None, st
     if not winner_bit_exact(row):
         return None, f"{'+'.join(best['actions'])} was not bit-exact"
     if ROW_BLOCK.search(best["actions"][0]):
-        return None, (f"its template row block {best['actions'][0]} lives in the template's source and grid: "
-                      "not deployable through the DB")
+        return None, f"{ROW_BLOCK_WHY} {best['actions'][0]} lives in the template's source and grid"
     return split_winner(best["actions"]), ""
 
 
@@ -132,11 +132,17 @@ def winner_ptx(folder: Path, spec, actions: list[str]) -> tuple[str, str]:
 def latest_parts(folders: list[Path]) -> list[Path]:
     """One part per kernel from the stage part folders, a later folder's superseding an earlier one's (the
     joint step's parts, then the block step's, which measured beside the joint step's winner)."""
-    latest: dict[str, Path] = {}
+    return [paths[0] for paths in parts_newest_first(folders)]
+
+
+def parts_newest_first(folders: list[Path]) -> list[list[Path]]:
+    """Per kernel its parts of every folder, the latest stage's first: where the latest winner cannot be
+    deployed (a template row block), the earlier stage's confirmed winner deploys in its place."""
+    found: dict[str, list[Path]] = {}
     for folder in folders:
         for path in sorted(Path(folder).glob("*.json")):
-            latest[path.name] = path
-    return [latest[k] for k in sorted(latest)]
+            found.setdefault(path.name, []).insert(0, path)
+    return [found[k] for k in sorted(found)]
 
 
 def _json(path: Path) -> dict:
@@ -158,16 +164,29 @@ def write_configs(folder: Path, parts: list[Path], db_path: Path) -> dict:
            "blocks": _json(folder / "blocks.json").get("kernels", {})}
     out: dict = {"kernels": 0, "entries": 0, "ptx_entries": 0, "left_out": {}}
     with TunedDB(db_path) as db:
-        for path in parts:
-            row = json.loads(path.read_text())
+        for item in parts:
             out["kernels"] += 1
-            try:
-                why = _put_winner(db, ctx, row, path.name, out)
-            except ChronosError as e:
-                why = str(e)
+            skipped = []
+            for path in [item] if isinstance(item, Path) else item:  # newest first
+                row = json.loads(path.read_text())
+                try:
+                    why = _put_winner(db, ctx, row, path.name, out)
+                except ChronosError as e:
+                    why = str(e)
+                if not why.startswith(ROW_BLOCK_WHY):
+                    break
+                skipped.append(f"{_stage(path)}: {why}")
             if why:
-                out["left_out"][row["kernel"]] = why
+                tried = [*skipped, f"{_stage(path)}: {why}"] if skipped else [why]
+                out["left_out"][row["kernel"]] = "; ".join(tried)
+            elif skipped:
+                out.setdefault("in_its_place", {})[row["kernel"]] = f"{_stage(path)}'s winner; {skipped}"
     return out
+
+
+def _stage(part: Path) -> str:
+    """The stage whose part this is (data/<stage>/captured/<workload>/<kernel>.json)."""
+    return part.parent.parent.parent.name
 
 
 def _put_winner(db, ctx: dict, row: dict, part: str, out: dict) -> str:
