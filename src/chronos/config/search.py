@@ -131,6 +131,9 @@ class KnobCensusConfig:
     families: tuple[str, ...] = FAMILIES
     """Captured workloads only: their kernels' TTIR is what the knob variants are compiled from."""
     per_family: int = 24
+    select: str = "profile"
+    """Which kernels (chronos.search.headroom.SELECT): `profile` (the captures' profiles hold no per-kernel
+    times: capture order, one kernel per entry name) or `measured_time` (launches x tune's stock time)."""
     budget_s: float = 480.0
     """(gpu) no new kernel starts after this many seconds."""
     l2_demote: bool = True
@@ -146,6 +149,8 @@ class KnobCensusConfig:
     def __post_init__(self) -> None:
         s = self.SECTION
         check(self.per_family >= 1, f"{s}.per_family", f"must be >= 1, got {self.per_family}")
+        check(self.select in ("profile", "measured_time"), f"{s}.select",
+              f"must be profile or measured_time, got {self.select!r}")
         try:
             parse_tolerance(self.anchor_tolerance)
         except ValueError as e:

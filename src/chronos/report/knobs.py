@@ -27,7 +27,8 @@ def knob_metrics(census: dict | None, joint: dict | None = None, blocks: dict | 
             if s.get("measured"):  # a later step replaces an earlier one's numbers
                 out.setdefault("v3", {})[_workload(family)] = {
                     **{k: s[k] for k in (*FIELDS, *keys)}, "gpu": _gpu(step),
-                    **({"stock_kept": s["stock_kept"]} if "stock_kept" in s else {})}
+                    **{k: s[k] for k in ("stock_kept", "selected_time_share", "measured_time_share")
+                       if s.get(k) is not None}}
     for family, s in ((anchors or {}).get("summary") or {}).items():
         if s.get("measured"):
             w = _workload(family)
@@ -71,16 +72,20 @@ def knob_section(census: dict | None, joint: dict | None = None, blocks: dict | 
               f"winner, confirmed alone (stage knob_blocks, {_gpu(blocks)}). Geomeans are per kernel over "
               "every kernel of the workload but those with float atomics, 1.0 where nothing won; in "
               "parentheses faster / kernels."),
+             "", ("Time measured: the share of the workload's Triton GPU time (launches x chronos tune's stock "
+              "time) that the kernels the block step measured carry (scripts/selection_coverage.py)."),
              "", "| workload | kernels | faster | geomean | bit-exact | "
-             + " | ".join(f"{k} exact" for k in knobs) + " | knobs + PTX | + block sizes |",
-             "|---|---|---|---|---|" + "---|" * len(knobs) + "---|---|"]
+             + " | ".join(f"{k} exact" for k in knobs) + " | knobs + PTX | + block sizes | time measured |",
+             "|---|---|---|---|---|" + "---|" * len(knobs) + "---|---|---|"]
     for family, s in summary.items():
         if not s.get("measured"):
             continue
         per = [f"{s['knobs'][k]['exact']}/{s['knobs'][k]['variant']}" if k in s["knobs"] else "—"
                for k in knobs]
         share = f"{s['exact_share']:.0%}" if s.get("exact_share") is not None else "—"
-        steps = f" | {_cell(joint, family)} | {_cell(blocks, family)} |"
+        carried = (((blocks or {}).get("summary") or {}).get(family) or {}).get("measured_time_share")
+        steps = (f" | {_cell(joint, family)} | {_cell(blocks, family)} | "
+                 f"{'—' if carried is None else f'{carried:.0%}'} |")
         lines.append(f"| {_workload(family)} | {s['measured']} | {s['faster']} | {_x(s['time_geomean'])} | "
                      f"{share} | " + " | ".join(per) + steps)
     return lines

@@ -15,7 +15,7 @@ from pathlib import Path
 from chronos.actions import resolve_space
 from chronos.config import RandomTimeConfig
 from chronos.errors import ChronosError
-from chronos.kernels.profile import by_gpu_time
+from chronos.kernels.profile import by_gpu_time, measured_gpu_ms
 from chronos.kernels.spec import load_module, read_ptx
 from chronos.measure.backend import ReplayBackend
 from chronos.measure.verdicts import FASTER, geomean
@@ -24,12 +24,20 @@ from chronos.search.registry import run_strategy
 from chronos.search.runs import kernels_of
 from chronos.search.timed import TimedEvaluator
 
+SELECT = ("profile", "measured_time")
+"""How a stage picks a family's kernels: `profile`, the capture's profile (one launch signature per entry,
+the most profiled GPU time first; captures before #28 have no per-kernel times, so capture order), or
+`measured_time`, each distinct kernel by its launches times its stock time as chronos tune measured it."""
 
-def selected(kernels: Path, family: str, per_family: int) -> list[tuple[Path, object]]:
-    """(specs.json, spec) of `per_family` kernels of a family, one launch signature per entry: with a
-    profile the most GPU time first, else spread evenly over the specs (the suites list one family's
-    sizes together)."""
+
+def selected(kernels: Path, family: str, per_family: int,
+             select: str = "profile") -> list[tuple[Path, object]]:
+    """(specs.json, spec) of `per_family` kernels of a family, chosen as `select` says (SELECT); without a
+    profile, spread evenly over the specs (the suites list one family's sizes together)."""
     found = [(sj, spec) for _, sj, spec in kernels_of(kernels, [family])]
+    if select == "measured_time":
+        weight = measured_gpu_ms(kernels / family)
+        return sorted(found, key=lambda f: -weight.get(f[1].kernel, 0.0))[:per_family]
     profile = kernels / family / "profile.json"
     if profile.is_file():
         order = by_gpu_time([s for _, s in found], json.loads(profile.read_text()))

@@ -10,6 +10,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from chronos.kernels.profile import measured_gpu_ms, time_share
 from chronos.measure.backend import ReplayBackend
 from chronos.search.headroom import selected
 from chronos.search.knob_anchors import anchors_kernel, anchors_summary
@@ -79,7 +80,8 @@ def run(args, cfg) -> int:
             if args.section == "knob_blocks":
                 def settled(spec, folder=folder, family=family):
                     return nothing_to_try(spec, folder, prior_winner(spec, folder, args.joint_parts, family))
-            rows += census_family(family, selected(args.kernels, family, kcfg.per_family), measure,
+            chosen = selected(args.kernels, family, kcfg.per_family, kcfg.select)
+            rows += census_family(family, chosen, measure,
                                   parts, replay, lambda: time.perf_counter() - t0 > budget,
                                   backend.provenance, args.section, settled,
                                   lambda gpu: setattr(backend, "gpu", gpu))  # each part's own GPU
@@ -90,7 +92,8 @@ def run(args, cfg) -> int:
     out = {"section": args.section, "provenance": prov,
            "params": {"families": list(kcfg.families), "per_family": kcfg.per_family,
                       "timing": timing.to_json()},
-           "summary": {f: summarize([r for r in rows if r.get("family") == f]) for f in kcfg.families},
+           "summary": with_time_shares({f: summarize([r for r in rows if r.get("family") == f])
+                                        for f in kcfg.families}, rows, args.kernels),
            "disagreements": [r["kernel"] for r in rows if r.get("as_recorded") is False],
            "kernels": rows}
     write_json(out_path, out)
@@ -98,6 +101,17 @@ def run(args, cfg) -> int:
              for f, s in out["summary"].items()}
     print(f"{args.section}: {json.dumps(brief)}")
     return 1 if out["disagreements"] else 0
+
+
+def with_time_shares(summary: dict, rows: list[dict], kernels: Path) -> dict:
+    """Per family the share of its timed GPU time (chronos.kernels.profile.measured_gpu_ms) that the
+    selected kernels carry, and the measured ones: what a per-kernel geomean over them can say of a step."""
+    for family, s in summary.items():
+        weight = measured_gpu_ms(kernels / family)
+        mine = [r for r in rows if r.get("family") == family]
+        s["selected_time_share"] = time_share(weight, [r["kernel"] for r in mine])
+        s["measured_time_share"] = time_share(weight, [r["kernel"] for r in mine if "best" in r])
+    return summary
 
 
 def main(section: str, doc: str, argv: list[str] | None) -> int:
