@@ -72,8 +72,9 @@ def knob_section(census: dict | None, joint: dict | None = None, blocks: dict | 
               f"winner, confirmed alone (stage knob_blocks, {_gpu(blocks)}). Geomeans are per kernel over "
               "every kernel of the workload but those with float atomics, 1.0 where nothing won; in "
               "parentheses faster / kernels."),
-             "", ("Time measured: the share of the workload's Triton GPU time (launches x chronos tune's stock "
-              "time) that the kernels the block step measured carry (scripts/selection_coverage.py)."),
+             "", ("Time measured: the share of the workload's Triton GPU time (launches x chronos tune's "
+                  "stock time) that the kernels the block step measured carry "
+                  "(scripts/selection_coverage.py)."),
              "", "| workload | kernels | faster | geomean | bit-exact | "
              + " | ".join(f"{k} exact" for k in knobs) + " | knobs + PTX | + block sizes | time measured |",
              "|---|---|---|---|---|" + "---|" * len(knobs) + "---|---|---|"]
