@@ -10,7 +10,8 @@
 #     captured           capture -> tune -> e2e of $WORKLOADS (workflow/captured/Snakefile; default: the
 #                        registry's, chronos.config.workloads); TUNE_BUDGET: tune seconds per workload
 #     heldout_picks      the picks stage heldout made on a CPU, timed again side by side on this GPU
-#     blocks             each captured Inductor kernel's block-size variants (scripts/make_block_variants.py)
+#     blocks             each captured Inductor kernel's block-size variants and templates' row blocks
+#                        (scripts/make_block_variants.py; $WORKLOADS, default all)
 #     knob_blocks        stage knob_blocks measured: block variants beside knob_ptx's winners, into the store
 #     anchors            Inductor's max-autotune/coordesc configs per kernel (make_anchor_variants; $WORKLOADS)
 #     knob_anchors       stage knob_anchors measured: the anchors beside stock and Chronos v3, into the store
