@@ -94,8 +94,9 @@ def record(folder: Path, e: dict, res: dict) -> None:
         return
     stem = e["stem"]
     e.update(source=f"blocks/{stem}/source.py.gz", stock_config=res["stock_config"],
-             heuristic=res["heuristic"], grid_checks=res["grid_checks"], remade_stock=True, variants=[],
-             **{k: res[k] for k in ("template_grid_checks",) if k in res})
+             heuristic=res["heuristic"], grid_checks=res["grid_checks"], remade_stock=True, variants=[])
+    if "template_grid_checks" in res:  # a template's row blocks: their grid rule checked per launch
+        e["template_grid_checks"] = res["template_grid_checks"]
     gz(folder / e["source"], res["source_text"])
     for v in res["variants"]:
         if "ptx_text" in v:

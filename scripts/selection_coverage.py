@@ -2,42 +2,35 @@
 
     python scripts/selection_coverage.py [--per-family 24]
 
-GPU time of a kernel = its launches in the capture (capture.json per_kernel) x its stock time per launch as
-chronos tune measured it (tune-parts/<kernel>.json baseline time, side by side on the GPU named there). The
-selection is the stages' own (chronos.search.headroom.selected: one kernel per entry name, the profile's
-per-kernel times first where the profile has them). Kernels the tune did not time are counted apart.
+GPU time of a kernel (chronos.kernels.profile.measured_gpu_ms) = its launches in the capture x its stock time
+per launch as chronos tune measured it side by side. The selection is the stages' own
+(chronos.search.headroom.selected, `profile`: one kernel per entry name, the profile's per-kernel times first
+where the profile has them), beside the `measured_time` one (the heaviest kernels). Kernels the tune did not
+time weigh nothing.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from chronos.kernels.profile import measured_gpu_ms, time_share
 from chronos.search.headroom import selected
+from chronos.search.runs import kernels_of
 
 
 def coverage(kernels: Path, workload: str, per_family: int) -> dict:
-    folder = kernels / "captured" / workload
-    capture = json.loads((folder / "capture.json").read_text())
-    launches = {k["kernel"]: k["launches"] for k in capture["per_kernel"]}
-    stock_ms = {}
-    for part in (folder / "tune-parts").glob("*.json"):
-        row = json.loads(part.read_text())
-        if ms := row.get("baseline_ms") or (row.get("baseline") or {}).get("time_ms"):
-            stock_ms[row["kernel"]] = ms
-    chosen = [s.kernel for _, s in selected(kernels, f"captured/{workload}", per_family)]
-    time_ms = {k: n * stock_ms[k] for k, n in launches.items() if k in stock_ms}
-    total = sum(time_ms.values())
-    top = sorted(time_ms, key=time_ms.get, reverse=True)[:per_family]
-    return {"kernels": len(launches), "timed": len(time_ms), "selected": len(chosen),
-            "selected_share": sum(time_ms.get(k, 0.0) for k in chosen) / total,
-            "top_share": sum(time_ms[k] for k in top) / total,
-            "top_not_selected": [k for k in top if k not in chosen][:5]}
+    family = f"captured/{workload}"
+    weight = measured_gpu_ms(kernels / family)
+    chosen = [s.kernel for _, s in selected(kernels, family, per_family)]
+    top = [s.kernel for _, s in selected(kernels, family, per_family, "measured_time")]
+    return {"kernels": len(list(kernels_of(kernels, [family]))), "timed": len(weight),
+            "selected": len(chosen), "selected_share": time_share(weight, chosen),
+            "top_share": time_share(weight, top), "top_not_selected": [k for k in top if k not in chosen]}
 
 
 def main() -> int:

@@ -29,7 +29,7 @@ def test_the_committed_census_winners_become_entries_once_the_sources_are_known(
     folder = tmp_path / "llama"
     skip = shutil.ignore_patterns("tune-parts", "ttir", "knobs", "inputs", "blocks*")  # blocks: sources
     shutil.copytree(LLAMA, folder, ignore=skip)
-    left = write_configs(folder, PARTS, tmp_path / "none.sqlite")
+    left = write_configs(folder, [[p] for p in PARTS], tmp_path / "none.sqlite")
     assert left["entries"] == 0
     assert set(left["left_out"].values()) <= {"no confirmed winner", "no source hash"}
     identity = json.loads((folder / "triton.json").read_text())
@@ -37,7 +37,7 @@ def test_the_committed_census_winners_become_entries_once_the_sources_are_known(
         item["source_sha256"] = hashlib.sha256(name.encode()).hexdigest()
     (folder / "triton.json").write_text(json.dumps(identity))
     db = tmp_path / "tuned.sqlite"
-    got = write_configs(folder, PARTS, db)
+    got = write_configs(folder, [[p] for p in PARTS], db)
     winners = [json.loads(p.read_text()) for p in PARTS]
     won = [r for r in winners if decision(r)[0] is not None]
     assert got["entries"] == len(won) > 0 and got["kernels"] == len(PARTS)
@@ -70,7 +70,7 @@ def test_joint_winners_deploy_as_a_config_and_ptx_actions_keyed_by_the_ptx_that_
     parts = sorted((ROOT / "data" / "knob_ptx" / "captured" / "gpt2").glob("*.json"))
     rows = [json.loads(p.read_text()) for p in parts]
     won = [r for r in rows if r["best"].get("verdict") == "faster"]
-    got = write_configs(folder, parts, tmp_path / "v3.sqlite")
+    got = write_configs(folder, [[p] for p in parts], tmp_path / "v3.sqlite")
     with_config = [r for r in won if split_winner(r["best"]["actions"])[0] is not None]
     with_ptx = [r for r in won if split_winner(r["best"]["actions"])[1]]
     assert got["entries"] == len(with_config) > 0 and got["ptx_entries"] == len(with_ptx) > 0
@@ -95,15 +95,16 @@ def test_joint_winners_deploy_as_a_config_and_ptx_actions_keyed_by_the_ptx_that_
 
 
 def test_a_later_stage_s_part_of_a_kernel_supersedes_an_earlier_one_s(tmp_path):
-    from chronos.tuning.config_db import latest_parts
+    from chronos.tuning.config_db import parts_newest_first
 
     for stage, kernels in (("knob_ptx", ("a", "b")), ("knob_blocks", ("b", "c"))):
         (tmp_path / stage).mkdir()
         for k in kernels:
             (tmp_path / stage / f"{k}.json").write_text("{}")
-    got = latest_parts([tmp_path / "knob_ptx", tmp_path / "knob_blocks", tmp_path / "absent"])
-    assert [p.relative_to(tmp_path).as_posix() for p in got] == [
+    got = parts_newest_first([tmp_path / "knob_ptx", tmp_path / "knob_blocks", tmp_path / "absent"])
+    assert [p[0].relative_to(tmp_path).as_posix() for p in got] == [
         "knob_ptx/a.json", "knob_blocks/b.json", "knob_blocks/c.json"]
+    assert [q.relative_to(tmp_path).as_posix() for q in got[1]] == ["knob_blocks/b.json", "knob_ptx/b.json"]
 
 
 def test_a_template_row_block_winner_is_left_out_with_why_and_never_read_as_ptx_actions():

@@ -123,6 +123,12 @@ class TritonSearchConfig:
     families: tuple[str, ...] = ("triton", "triton_llm")
 
 
+SELECT = ("profile", "measured_time")
+"""How a stage picks a family's kernels: `profile`, the capture's profile (one launch signature per entry,
+the most profiled GPU time first; captures before #28 have no per-kernel times, so capture order), or
+`measured_time`, each distinct kernel by its launches times its stock time as chronos tune measured it."""
+
+
 @dataclass(frozen=True)
 class KnobCensusConfig:
     """Stage knob_census (#28): per captured kernel every single compile-knob value beside stock (action space
@@ -132,8 +138,9 @@ class KnobCensusConfig:
     """Captured workloads only: their kernels' TTIR is what the knob variants are compiled from."""
     per_family: int = 24
     select: str = "profile"
-    """Which kernels (chronos.search.headroom.SELECT): `profile` (the captures' profiles hold no per-kernel
-    times: capture order, one kernel per entry name) or `measured_time` (launches x tune's stock time)."""
+    """Which kernels (SELECT, chronos.search.headroom.selected): `profile` (the captures' profiles hold no
+    per-kernel times: capture order, one kernel per entry name) or `measured_time` (launches x tune's stock
+    time)."""
     budget_s: float = 480.0
     """(gpu) no new kernel starts after this many seconds."""
     l2_demote: bool = True
@@ -149,8 +156,7 @@ class KnobCensusConfig:
     def __post_init__(self) -> None:
         s = self.SECTION
         check(self.per_family >= 1, f"{s}.per_family", f"must be >= 1, got {self.per_family}")
-        check(self.select in ("profile", "measured_time"), f"{s}.select",
-              f"must be profile or measured_time, got {self.select!r}")
+        check(self.select in SELECT, f"{s}.select", f"must be {' or '.join(SELECT)}, got {self.select!r}")
         try:
             parse_tolerance(self.anchor_tolerance)
         except ValueError as e:

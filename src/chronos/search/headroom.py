@@ -24,16 +24,12 @@ from chronos.search.registry import run_strategy
 from chronos.search.runs import kernels_of
 from chronos.search.timed import TimedEvaluator
 
-SELECT = ("profile", "measured_time")
-"""How a stage picks a family's kernels: `profile`, the capture's profile (one launch signature per entry,
-the most profiled GPU time first; captures before #28 have no per-kernel times, so capture order), or
-`measured_time`, each distinct kernel by its launches times its stock time as chronos tune measured it."""
-
 
 def selected(kernels: Path, family: str, per_family: int,
              select: str = "profile") -> list[tuple[Path, object]]:
-    """(specs.json, spec) of `per_family` kernels of a family, chosen as `select` says (SELECT); without a
-    profile, spread evenly over the specs (the suites list one family's sizes together)."""
+    """(specs.json, spec) of `per_family` kernels of a family, chosen as `select` says
+    (chronos.config.search.SELECT); without a profile, spread evenly over the specs (the suites list one
+    family's sizes together)."""
     found = [(sj, spec) for _, sj, spec in kernels_of(kernels, [family])]
     if select == "measured_time":
         weight = measured_gpu_ms(kernels / family)

@@ -89,11 +89,12 @@ def run(args, cfg) -> int:
     finally:
         backend.close()
     summarize = SUMMARIES[args.section]
+    by_family = {f: [r for r in rows if r.get("family") == f] for f in kcfg.families}
     out = {"section": args.section, "provenance": prov,
            "params": {"families": list(kcfg.families), "per_family": kcfg.per_family,
                       "timing": timing.to_json()},
-           "summary": with_time_shares({f: summarize([r for r in rows if r.get("family") == f])
-                                        for f in kcfg.families}, rows, args.kernels),
+           "summary": {f: {**summarize(rs), **time_shares(args.kernels / f, rs)}
+                       for f, rs in by_family.items()},
            "disagreements": [r["kernel"] for r in rows if r.get("as_recorded") is False],
            "kernels": rows}
     write_json(out_path, out)
@@ -103,15 +104,12 @@ def run(args, cfg) -> int:
     return 1 if out["disagreements"] else 0
 
 
-def with_time_shares(summary: dict, rows: list[dict], kernels: Path) -> dict:
-    """Per family the share of its timed GPU time (chronos.kernels.profile.measured_gpu_ms) that the
-    selected kernels carry, and the measured ones: what a per-kernel geomean over them can say of a step."""
-    for family, s in summary.items():
-        weight = measured_gpu_ms(kernels / family)
-        mine = [r for r in rows if r.get("family") == family]
-        s["selected_time_share"] = time_share(weight, [r["kernel"] for r in mine])
-        s["measured_time_share"] = time_share(weight, [r["kernel"] for r in mine if "best" in r])
-    return summary
+def time_shares(folder: Path, rows: list[dict]) -> dict:
+    """The share of the family's timed GPU time (chronos.kernels.profile.measured_gpu_ms) that its selected
+    kernels carry, and its measured ones: what a per-kernel geomean over them can say of a step."""
+    weight = measured_gpu_ms(folder)
+    return {"selected_time_share": time_share(weight, [r["kernel"] for r in rows]),
+            "measured_time_share": time_share(weight, [r["kernel"] for r in rows if "best" in r])}
 
 
 def main(section: str, doc: str, argv: list[str] | None) -> int:

@@ -94,16 +94,21 @@ def build_move(tuner, cfg, move: dict, ident: str, launches: dict, grid_ok: dict
     """One config move ({label, kwargs, num_warps[, num_stages]}) compiled: its PTX, launch numbers and a
     grid per launch whose stock grid checked."""
     moved = with_config(cfg, move["kwargs"], move["num_warps"], move.get("num_stages"))
-    v = dict(move)
+    return _variant(dict(move), lambda: compile_config(tuner, moved), ident,
+                    lambda meta: {k: list(grid_for(tuner, moved, meta, args))
+                                  for k, (args, _) in launches.items() if grid_ok[k] is True})
+
+
+def _variant(v: dict, compile_fn, ident: str, grids_of) -> dict:
+    """The move `v` with what compiling it gave: an error, the same PTX as stock, or its PTX, launch numbers
+    and grids (`grids_of(compile meta)`)."""
     try:
-        ptx, warps, shared, meta = compile_config(tuner, moved)
+        ptx, warps, shared, meta = compile_fn()
     except Exception as e:  # noqa: BLE001 - a move Triton cannot compile is a result, said as it is
         return {**v, "error": error_text(e)}
     if ptx_identity_sha256(ptx) == ident:
         return {**v, "same_as_stock": True}
-    grids = {k: list(grid_for(tuner, moved, meta, args))
-             for k, (args, _) in launches.items() if grid_ok[k] is True}
-    return {**v, "ptx_text": ptx, "num_warps": warps, "shared": shared, "grids": grids}
+    return {**v, "ptx_text": ptx, "num_warps": warps, "shared": shared, "grids": grids_of(meta)}
 
 
 def build_kernel(paths: list[str], name: str, ident: str, launches: dict,
@@ -161,18 +166,11 @@ def template_grids(src: str, meta: dict, launches: dict) -> tuple[dict, dict]:
 def build_template_move(module: Path, name: str, cfg, move: dict, ident: str, grids: dict) -> dict:
     """One row-block move of a template: its module recompiled with the edited constexprs (the stock config
     otherwise, num_warps as the move says): PTX, launch numbers and a grid per checked launch."""
-    v = {"label": move["label"], "blocks": move["blocks"], "num_warps": move["num_warps"]}
-    try:
+    def compile_edited():
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / module.name
             path.write_text(edited(module.read_text(), move["blocks"]))
-            tuner = load_tuner(path, name)
-            ptx, warps, shared, _ = compile_config(tuner, with_config(cfg, cfg.kwargs, move["num_warps"]))
-    except Exception as e:  # noqa: BLE001 - a move Triton cannot compile is a result, said as it is
-        return {**v, "error": error_text(e)}
-    if ptx_identity_sha256(ptx) == ident:
-        return {**v, "same_as_stock": True}
-    return {**v, "ptx_text": ptx, "num_warps": warps, "shared": shared,
-            "grids": {k: f(move["blocks"]) for k, f in grids.items()}}
+            return compile_config(load_tuner(path, name), with_config(cfg, cfg.kwargs, move["num_warps"]))
 
-
+    v = {"label": move["label"], "blocks": move["blocks"], "num_warps": move["num_warps"]}
+    return _variant(v, compile_edited, ident, lambda _: {k: f(move["blocks"]) for k, f in grids.items()})

@@ -129,15 +129,11 @@ def winner_ptx(folder: Path, spec, actions: list[str]) -> tuple[str, str]:
     return root, emit(tuned)
 
 
-def latest_parts(folders: list[Path]) -> list[Path]:
-    """One part per kernel from the stage part folders, a later folder's superseding an earlier one's (the
-    joint step's parts, then the block step's, which measured beside the joint step's winner)."""
-    return [paths[0] for paths in parts_newest_first(folders)]
-
-
 def parts_newest_first(folders: list[Path]) -> list[list[Path]]:
-    """Per kernel its parts of every folder, the latest stage's first: where the latest winner cannot be
-    deployed (a template row block), the earlier stage's confirmed winner deploys in its place."""
+    """Per kernel its parts of every stage part folder, a later folder's first (the joint step's parts, then
+    the block step's, which measured beside the joint step's winner): the latest supersedes the earlier,
+    but where its winner cannot be deployed (a template row block), the earlier confirmed winner deploys in
+    its place."""
     found: dict[str, list[Path]] = {}
     for folder in folders:
         for path in sorted(Path(folder).glob("*.json")):
@@ -149,10 +145,10 @@ def _json(path: Path) -> dict:
     return json.loads(path.read_text()) if path.is_file() else {}
 
 
-def write_configs(folder: Path, parts: list[Path], db_path: Path) -> dict:
-    """Tuned-DB entries for the workload in `folder` from the stage part files `parts`: a config entry per
-    winner with a compile config, a tuned PTX entry per winner with PTX actions; returns counts and the
-    reason of every kernel left out."""
+def write_configs(folder: Path, parts: list[list[Path]], db_path: Path) -> dict:
+    """Tuned-DB entries for the workload in `folder` from the stage part files `parts` (per kernel, newest
+    first: parts_newest_first): a config entry per winner with a compile config, a tuned PTX entry per
+    winner with PTX actions; returns counts and the reason of every kernel left out."""
     from chronos.kernels.spec import load_specs
     from chronos.triton.tuned_db import TunedDB
 
@@ -164,10 +160,10 @@ def write_configs(folder: Path, parts: list[Path], db_path: Path) -> dict:
            "blocks": _json(folder / "blocks.json").get("kernels", {})}
     out: dict = {"kernels": 0, "entries": 0, "ptx_entries": 0, "left_out": {}}
     with TunedDB(db_path) as db:
-        for item in parts:
+        for newest_first in parts:
             out["kernels"] += 1
             skipped = []
-            for path in [item] if isinstance(item, Path) else item:  # newest first
+            for path in newest_first:
                 row = json.loads(path.read_text())
                 try:
                     why = _put_winner(db, ctx, row, path.name, out)
