@@ -12,6 +12,8 @@
 #     heldout_picks      the picks stage heldout made on a CPU, timed again side by side on this GPU
 #     blocks             each captured Inductor kernel's block-size variants and templates' row blocks
 #                        (scripts/make_block_variants.py; $WORKLOADS, default all)
+#     knob_census        stage knob_census measured (kernels of the selection with no part yet), into the store
+#     knob_ptx           stage knob_ptx measured: v2 PTX actions on each knob winner (alike)
 #     knob_blocks        stage knob_blocks measured: block variants beside knob_ptx's winners, into the store
 #     anchors            Inductor's max-autotune/coordesc configs per kernel (make_anchor_variants; $WORKLOADS)
 #     knob_anchors       stage knob_anchors measured: the anchors beside stock and Chronos v3, into the store
@@ -94,9 +96,9 @@ print(','.join(workload(n).name for n in (sys.argv[1].split() or NAMES)))" "${WO
       python3 -m chronos.stages.heldout --params params.yaml --picks reports/heldout.json --backend gpu \
         --store data/store/measurements.sqlite --out "$LOGS/heldout_gpu.json" ;;
     blocks) python3 scripts/make_block_variants.py --out . ${WORKLOADS:+--workloads $WORKLOADS} ;;
-    knob_blocks)
-      python3 -m chronos.stages.knob_blocks --params params.yaml --backend gpu --parts data/knob_blocks \
-        --store data/store/measurements.sqlite --out reports/knob_blocks.json ${KNOB_BUDGET:+--budget $KNOB_BUDGET} ;;
+    knob_census|knob_ptx|knob_blocks)
+      python3 -m "chronos.stages.$t" --params params.yaml --backend gpu --parts "data/$t" \
+        --store data/store/measurements.sqlite --out "reports/$t.json" ${KNOB_BUDGET:+--budget $KNOB_BUDGET} ;;
     anchors) python3 scripts/make_anchor_variants.py --out . ${WORKLOADS:+--workloads $WORKLOADS} ;;
     knob_anchors)
       python3 -m chronos.stages.knob_anchors --params params.yaml --backend gpu --parts data/knob_anchors \

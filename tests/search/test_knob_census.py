@@ -83,3 +83,33 @@ def test_the_summary_counts_exact_and_faster_per_knob():
     assert s["knobs"]["num_warps"] == {"variant": 2, "exact": 1, "faster": 1, "exact_share": 0.5}
     assert s["knobs"]["num_stages"]["variant"] == 0 and s["knobs"]["num_stages"]["exact_share"] is None
     assert s["exact_share"] == pytest.approx(2 / 3)
+
+
+def test_a_gpu_run_takes_recorded_kernels_as_recorded_and_measures_the_new_ones(tmp_path):
+    from types import SimpleNamespace
+
+    from chronos.search.knob_census import census_family
+    old, new = SimpleNamespace(kernel="old_kernel"), SimpleNamespace(kernel="new_kernel")
+    part = tmp_path / "captured/x" / "old_kernel.json"
+    part.parent.mkdir(parents=True)
+    part.write_text(json.dumps({"kernel": "old_kernel", "speedup": 1.1, "best": {"actions": ["a"]},
+                                "provenance": {"gpu": "H200"}}))
+    measured = []
+
+    def measure(spec):
+        measured.append(spec.kernel)
+        return {"kernel": spec.kernel, "speedup": 1.2, "best": {"actions": ["b"]}}
+
+    def run(remeasure):
+        return census_family("captured/x", [(0, old), (1, new)], measure, tmp_path, False, lambda: False,
+                             lambda: {"gpu": "H100"}, remeasure=remeasure)
+
+    rows = run(remeasure=False)
+    assert measured == ["new_kernel"]
+    assert rows[0] == {"family": "captured/x", "kernel": "old_kernel", "speedup": 1.1,
+                       "best": {"actions": ["a"]}, "from_part": True}
+    assert json.loads((tmp_path / "captured/x/new_kernel.json").read_text())["provenance"] == {"gpu": "H100"}
+    measured.clear()
+    rows = run(remeasure=True)  # both recorded now: timed again, each compared with its record
+    assert measured == ["old_kernel", "new_kernel"]
+    assert [r["as_recorded"] for r in rows] == [False, True]

@@ -9,7 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from chronos.triton.template_blocks import constexpr, edited, grid_axis0, row_blocks, template_moves
+from chronos.triton.template_blocks import (
+    constexpr,
+    edited,
+    grid_axis0,
+    grid_axis0_expr,
+    row_blocks,
+    template_moves,
+)
 
 BLOCKS = Path(__file__).resolve().parents[2] / "data/kernels/captured/flex/blocks"
 FORWARD = "triton_tem_fused_flex_attention_0_6ba384d8"
@@ -62,3 +69,14 @@ def test_the_edit_sets_every_declaration_of_a_row_block_and_refuses_ones_that_di
         edited(src + helper.replace("= 128", "= 64"), {"BLOCK_M": 32})
     with pytest.raises(ValueError, match=r"BLOCK_N1: .* values \[\]"):
         edited(src, {"BLOCK_N1": 32})
+
+
+def test_the_launcher_expression_evaluates_to_the_rule():
+    """What a deployed row block's launcher computes for its grid equals the rule, for every launch."""
+    cases = [(_source(FORWARD), {"BLOCK_M": 64}, {}), (_source(DECODE), {"BLOCK_M": 64}, {"ks0": 8}),
+             (_source(DECODE), {"BLOCK_M": 64}, {"ks0": 129}),
+             (_source(BACKWARD), {"BLOCK_N1": 64, "BLOCK_M2": 32}, {})]
+    for src, blocks, scope in cases:
+        expr = grid_axis0_expr(src, blocks)
+        assert eval(expr, {"__builtins__": {}}, dict(scope)) == grid_axis0(src, blocks, scope), expr
+    assert grid_axis0_expr(_source(DECODE), {"BLOCK_M": 64}) == "-((ks0) // -64)"

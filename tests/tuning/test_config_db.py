@@ -29,7 +29,7 @@ def test_the_committed_census_winners_become_entries_once_the_sources_are_known(
     folder = tmp_path / "llama"
     skip = shutil.ignore_patterns("tune-parts", "ttir", "knobs", "inputs", "blocks*")  # blocks: sources
     shutil.copytree(LLAMA, folder, ignore=skip)
-    left = write_configs(folder, [[p] for p in PARTS], tmp_path / "none.sqlite")
+    left = write_configs(folder, list(PARTS), tmp_path / "none.sqlite")
     assert left["entries"] == 0
     assert set(left["left_out"].values()) <= {"no confirmed winner", "no source hash"}
     identity = json.loads((folder / "triton.json").read_text())
@@ -37,7 +37,7 @@ def test_the_committed_census_winners_become_entries_once_the_sources_are_known(
         item["source_sha256"] = hashlib.sha256(name.encode()).hexdigest()
     (folder / "triton.json").write_text(json.dumps(identity))
     db = tmp_path / "tuned.sqlite"
-    got = write_configs(folder, [[p] for p in PARTS], db)
+    got = write_configs(folder, list(PARTS), db)
     winners = [json.loads(p.read_text()) for p in PARTS]
     won = [r for r in winners if decision(r)[0] is not None]
     assert got["entries"] == len(won) > 0 and got["kernels"] == len(PARTS)
@@ -70,7 +70,7 @@ def test_joint_winners_deploy_as_a_config_and_ptx_actions_keyed_by_the_ptx_that_
     parts = sorted((ROOT / "data" / "knob_ptx" / "captured" / "gpt2").glob("*.json"))
     rows = [json.loads(p.read_text()) for p in parts]
     won = [r for r in rows if r["best"].get("verdict") == "faster"]
-    got = write_configs(folder, [[p] for p in parts], tmp_path / "v3.sqlite")
+    got = write_configs(folder, list(parts), tmp_path / "v3.sqlite")
     with_config = [r for r in won if split_winner(r["best"]["actions"])[0] is not None]
     with_ptx = [r for r in won if split_winner(r["best"]["actions"])[1]]
     assert got["entries"] == len(with_config) > 0 and got["ptx_entries"] == len(with_ptx) > 0
@@ -95,38 +95,41 @@ def test_joint_winners_deploy_as_a_config_and_ptx_actions_keyed_by_the_ptx_that_
 
 
 def test_a_later_stage_s_part_of_a_kernel_supersedes_an_earlier_one_s(tmp_path):
-    from chronos.tuning.config_db import parts_newest_first
+    from chronos.tuning.config_db import latest_parts
 
     for stage, kernels in (("knob_ptx", ("a", "b")), ("knob_blocks", ("b", "c"))):
         (tmp_path / stage).mkdir()
         for k in kernels:
             (tmp_path / stage / f"{k}.json").write_text("{}")
-    got = parts_newest_first([tmp_path / "knob_ptx", tmp_path / "knob_blocks", tmp_path / "absent"])
-    assert [p[0].relative_to(tmp_path).as_posix() for p in got] == [
+    got = latest_parts([tmp_path / "knob_ptx", tmp_path / "knob_blocks", tmp_path / "absent"])
+    assert [p.relative_to(tmp_path).as_posix() for p in got] == [
         "knob_ptx/a.json", "knob_blocks/b.json", "knob_blocks/c.json"]
-    assert [q.relative_to(tmp_path).as_posix() for q in got[1]] == ["knob_blocks/b.json", "knob_ptx/b.json"]
 
 
-def test_a_template_row_block_winner_is_left_out_with_why_and_never_read_as_ptx_actions():
+def test_a_template_row_block_winner_is_a_config_of_its_row_block_and_its_ptx_actions_on_top():
     row = {"best": {"verdict": "faster", "actions": ["BLOCK_M=64,num_warps=4", "reorder_lf"]},
            "blocks": [{"action": "BLOCK_M=64,num_warps=4", "verdict": "faster", "valid": True}],
            "candidates": [{"action": "BLOCK_M=64,num_warps=4+reorder_lf", "verdict": "faster",
                            "valid": True}]}
     got, why = decision(row)
-    assert got is None and "template row block BLOCK_M=64,num_warps=4" in why
-    assert config_change("BLOCK_M=64") is None and config_change("XBLOCK=64")["kwargs"] == {"XBLOCK": 64}
+    assert why == "" and got == {"kwargs": {"BLOCK_M": 64}, "num_warps": 4}
+    assert config_change("BLOCK_N1=64")["kwargs"] == {"BLOCK_N1": 64}
+    assert config_change("BLOCK_N=64") is None  # an inner block (the reduction's order): never a move
 
 
-def test_where_the_latest_winner_is_a_row_block_the_earlier_stage_s_winner_deploys_in_its_place(tmp_path):
-    from chronos.tuning.config_db import parts_newest_first
+def test_flex_s_row_block_winners_enter_the_db_as_configs_with_their_ptx_on_the_edited_template(tmp_path):
+    from chronos.triton.tuned_configs import config_entries
+    from chronos.triton.tuned_db import TunedDB
+    from chronos.tuning.config_db import latest_parts
 
     flex = ROOT / "data" / "kernels" / "captured" / "flex"
     stages = [ROOT / "data" / s / "captured" / "flex" for s in ("knob_ptx", "knob_blocks")]
-    got = write_configs(flex, parts_newest_first(stages), tmp_path / "v3.sqlite")
-    sort_sum = next(k for k in got["in_its_place"] if "sort_sum" in k)
-    assert got["in_its_place"][sort_sum].startswith("knob_ptx's winner")
-    assert "BLOCK_M=64,num_warps=4" in got["in_its_place"][sort_sum]
-    forward = next(k for k in got["left_out"] if "flex_attention_0_d705c294" in k)
-    why = got["left_out"][forward]
-    assert why.startswith("knob_blocks: not deployable") and "knob_ptx: " in why
-    assert got["entries"] == 1 and got["ptx_entries"] == 2
+    got = write_configs(flex, latest_parts(stages), tmp_path / "v3.sqlite")
+    assert got["left_out"] == {} or all("no confirmed winner" in w for w in got["left_out"].values())
+    with TunedDB(tmp_path / "v3.sqlite", readonly=True) as db:
+        rows = {e.key.function: e for e in config_entries(db)}
+    forward = rows["triton_tem_fused_flex_attention_0"]
+    assert forward.stock.kwargs == {} and forward.tuned.kwargs == {"BLOCK_M": 64}
+    assert (forward.stock.num_warps, forward.tuned.num_warps) == (8, 4)
+    assert forward.verification["bit_exact"] is True
+    assert got["ptx_entries"] >= 2  # reorder_lf and st_l1_evict_first on the edited templates' PTX

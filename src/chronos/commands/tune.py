@@ -44,7 +44,7 @@ from chronos.commands.tune_args import resolve_paths
 from chronos.commands.tune_summary import report_not_tuned
 from chronos.errors import ChronosError
 from chronos.kernels.profile import by_gpu_time
-from chronos.tuning.config_db import parts_newest_first, write_configs
+from chronos.tuning.config_db import latest_parts, write_configs
 from chronos.tuning.db import write_db
 from chronos.tuning.deploy_rule import deploys
 from chronos.tuning.kernel import captured_present, confirm_one, skipped_as_racy, tune_one
@@ -249,10 +249,8 @@ def run(args: argparse.Namespace) -> int:
     if args.db:
         print(f"tune: tuned DB {args.db}: {write_db(args.dir, args.parts, args.db)}")
         if args.configs_from:
-            got = write_configs(args.dir, parts_newest_first(args.configs_from), args.db)
+            got = write_configs(args.dir, latest_parts(args.configs_from), args.db)
             print(f"tune: v3 winners in {args.db}: {got['entries']} configs, {got['ptx_entries']} PTX "
                   f"sets, of {got['kernels']} kernels "
                   f"({len(got['left_out'])} left out, why: {sorted(set(got['left_out'].values()))})")
-            for kernel, why in got.get("in_its_place", {}).items():
-                print(f"tune:   {kernel}: {why}")
     return report_not_tuned(args, selected, counts)

@@ -95,9 +95,12 @@ def census_kernel(spec, folder: Path, backend, timing, min_gain: float) -> dict:
 
 
 def census_family(family: str, selected, measure, parts: Path, replay: bool, out_of_budget,
-                  provenance, label: str = "knob_census", settled=None, pin_gpu=None) -> list[dict]:
+                  provenance, label: str = "knob_census", settled=None, pin_gpu=None,
+                  remeasure: bool = False) -> list[dict]:
     """`measure(spec)` (a row) for every selected kernel of a family (gpu: recorded into `parts`; replay:
-    measured again from the store, `as_recorded` saying whether it chose the same). `settled(spec)`: the row
+    measured again from the store, `as_recorded` saying whether it chose the same). On a GPU a kernel whose
+    part is recorded is taken as recorded (`from_part`), so that a run adds the kernels a new selection
+    brings without spending GPU time on the others; `remeasure` times it again. `settled(spec)`: the row
     of a kernel decided without measuring (from committed files alone, alike on a GPU and in replay), or
     None. `pin_gpu(gpu)`: in replay, called with the GPU a kernel's part was measured on before it is
     measured again, so that a later stage's timing of the same contenders on another GPU cannot change it."""
@@ -113,6 +116,10 @@ def census_family(family: str, selected, measure, parts: Path, replay: bool, out
         if recorded is None and (replay or out_of_budget()):
             why = "not_measured (run this stage on a GPU)" if replay else "not_measured (budget)"
             rows.append({"family": family, "kernel": spec.kernel, "error": why})
+            continue
+        if recorded is not None and not (replay or remeasure):
+            rows.append({"family": family, **{k: v for k, v in recorded.items() if k != "provenance"},
+                         "from_part": True})
             continue
         try:
             row = measure(spec)

@@ -36,6 +36,8 @@ def add_arguments(ap) -> None:
     ap.add_argument("--parts", type=Path, help="default data/<section>")
     ap.add_argument("--out", type=Path, help="default reports/<section>.json")
     ap.add_argument("--budget", type=float, help="(gpu) seconds; default search.knob_census.budget_s")
+    ap.add_argument("--remeasure", action="store_true",
+                    help="(gpu) time again the kernels whose part is recorded (default: taken as recorded)")
     add_backend_arguments(ap)
 
 
@@ -84,7 +86,8 @@ def run(args, cfg) -> int:
             rows += census_family(family, chosen, measure,
                                   parts, replay, lambda: time.perf_counter() - t0 > budget,
                                   backend.provenance, args.section, settled,
-                                  lambda gpu: setattr(backend, "gpu", gpu))  # each part's own GPU
+                                  lambda gpu: setattr(backend, "gpu", gpu),  # each part's own GPU
+                                  remeasure=args.remeasure)
         prov = {**backend.provenance(), "command": command_line(args.section, args.argv[2:])}
     finally:
         backend.close()

@@ -5,7 +5,8 @@ nothing is swapped after compilation.
 Two places decide a Triton kernel's config, and both are wrapped when their modules load
 (chronos.triton.patch_on_import):
 - Inductor's `CachingAutotuner.__init__`: where its configs include the entry's stock config, they become
-  the tuned one alone (Inductor computes the grid from the config it compiles);
+  the tuned one alone (Inductor computes the grid from the config it compiles); a template's row blocks
+  make it the edited template's autotuner, with the grid of its row blocks (chronos.triton.deploy_rows);
 - `triton.runtime.jit.JITFunction.run`: where a launch passes exactly the entry's stock constexprs and
   options (num_warps and num_stages default to Triton's 4 and 3), it runs with the tuned ones (a grid
   callable sees them too).
@@ -18,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import threading
 
+from chronos.triton.deploy_rows import deploy_in_place, row_block_tuner, row_change
 from chronos.triton.patch_on_import import PatchOnImport, after_init
 from chronos.triton.tuned_configs import ConfigEntry, KernelConfig
 
@@ -84,10 +86,17 @@ class ConfigSession:
         return name, self.by_source.get(ident)
 
     def inductor(self, autotuner) -> None:
-        """The tuned config alone where the autotuner's configs hold the entry's stock one."""
+        """The tuned config alone where the autotuner's configs hold the entry's stock one (a template's row
+        blocks: the autotuner made the edited template's, chronos.triton.deploy_rows)."""
         for cfg in autotuner.configs:
             if (tuned := self.tuned_config(autotuner, cfg, quiet=True)) is not None:
-                autotuner.configs = [tuned]
+                if blocks := row_change(dict(cfg.kwargs), dict(tuned.kwargs)):
+                    try:
+                        deploy_in_place(autotuner, blocks, tuned)
+                    except (ValueError, OSError) as e:
+                        self._withdraw(autotuner.fn.__name__, str(e))
+                else:
+                    autotuner.configs = [tuned]
                 return
         name, entry = self.lookup(autotuner.fn)
         if entry is not None:
@@ -105,6 +114,28 @@ class ConfigSession:
             return None
         self._record("applied", name, f"{entry.stock.label()} -> {entry.tuned.label()}")
         return _copy_config(cfg, entry.tuned)
+
+    def compile_plan(self, autotuner, cfg):
+        """(the autotuner to compile with, its config) for a launch that runs `cfg`: the tuned config where
+        the entry's stock is exactly `cfg` (for a row-block entry, with a tuner of the edited template),
+        else (autotuner, cfg)."""
+        tuned = self.tuned_config(autotuner, cfg)
+        blocks = row_change(dict(cfg.kwargs), dict(tuned.kwargs)) if tuned is not None else {}
+        if not blocks:
+            return autotuner, tuned or cfg
+        try:
+            new = row_block_tuner(autotuner, blocks, tuned)
+        except (ValueError, OSError) as e:
+            self._withdraw(autotuner.fn.__name__, str(e))
+            return autotuner, cfg
+        return new, new.configs[0]
+
+    def _withdraw(self, name: str, why: str) -> None:
+        """An entry counted applied that could not be: a miss, with why."""
+        with self.lock:
+            if name in self.counts["applied"]:
+                self.counts["applied"].remove(name)
+        self._record("missed", name, f"its row blocks cannot be deployed: {why}")
 
     def jit_kwargs(self, fn, kwargs: dict) -> dict:
         """The launch's keyword arguments, with the tuned config where they are exactly the stock one."""

@@ -83,12 +83,14 @@ def build(name: str, stock: KernelSet, db=None, enable=None, disable=None) -> Ke
         session = deploy_configs._STATE["session"]
         for t in stock.tuners:
             cfg = stock.launchers[id(t)][0].config
-            tuned = session.tuned_config(t, cfg) if session is not None else None
-            result = t._precompile_config(tuned or cfg)
+            compiler, chosen = session.compile_plan(t, cfg) if session is not None else (t, cfg)
+            result = compiler._precompile_config(chosen)
             s.launchers[id(t)] = [result.make_launcher()]
             s.tuners.append(t)
-            if tuned is not None:
-                s.configs[t.fn.__name__] = f"{tuned.kwargs}, num_warps={tuned.num_warps}"
+            if compiler is not t:
+                s.configs[t.fn.__name__] = f"row blocks of the edited template, num_warps={chosen.num_warps}"
+            elif chosen is not cfg:
+                s.configs[t.fn.__name__] = f"{chosen.kwargs}, num_warps={chosen.num_warps}"
     finally:
         if db is not None:
             disable()
@@ -97,6 +99,9 @@ def build(name: str, stock: KernelSet, db=None, enable=None, disable=None) -> Ke
 
 
 def use(s: KernelSet) -> None:
-    """Point every autotuner of the set at the set's launchers."""
+    """Point every autotuner of the set at the set's launchers (and drop a launcher Inductor cached for its
+    fast path, where its version has one)."""
     for t in s.tuners:
         t.launchers = list(s.launchers[id(t)])
+        if getattr(t, "_cached_launcher", None) is not None:
+            t._cached_launcher = None

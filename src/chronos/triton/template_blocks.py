@@ -44,27 +44,39 @@ def row_blocks(source: str) -> dict[str, int]:
     return {k: v for k, v in found.items() if v is not None} if all(found.values()) else {}
 
 
-def _length(source: str, name: str, scope: dict) -> int:
-    """Q_LEN / KV_LEN as the kernel sets it: a literal, or a size argument (`Q_LEN = ks0`)."""
+def _length_term(source: str, name: str) -> str:
+    """Q_LEN / KV_LEN as the kernel sets it: a literal, or the name of a size argument (`Q_LEN = ks0`)."""
     m = re.search(rf"^\s*{name} = (\w+)\s*$", source, re.MULTILINE)
     if m is None:
         raise ValueError(f"no `{name} = ...` line in the template")
-    value = m.group(1)
-    if value.isdigit():
-        return int(value)
-    if value not in scope:
-        raise ValueError(f"{name} = {value}: not a scalar argument of this launch")
-    return int(scope[value])
+    return m.group(1)
+
+
+def _axis0_terms(source: str, blocks: dict[str, int]) -> list[tuple[str, int, int]]:
+    """The grid's first axis as a sum of (length term, row block, multiplier): cdiv(length, block) * mult."""
+    if "BLOCK_M" in blocks:
+        return [(_length_term(source, "Q_LEN"), blocks["BLOCK_M"], 1)]
+    shared = constexpr(source, "GQA_SHARED_HEADS") or 1
+    return [(_length_term(source, "KV_LEN"), blocks["BLOCK_N1"], 1),
+            (_length_term(source, "Q_LEN"), blocks["BLOCK_M2"], shared)]
 
 
 def grid_axis0(source: str, blocks: dict[str, int], scope: dict) -> int:
     """The grid's first axis for these row blocks (`scope`: the launch's scalar arguments by name)."""
-    cdiv = lambda a, b: -(-a // b)
-    if "BLOCK_M" in blocks:
-        return cdiv(_length(source, "Q_LEN", scope), blocks["BLOCK_M"])
-    shared = constexpr(source, "GQA_SHARED_HEADS") or 1
-    return (cdiv(_length(source, "KV_LEN", scope), blocks["BLOCK_N1"])
-            + cdiv(_length(source, "Q_LEN", scope), blocks["BLOCK_M2"]) * shared)
+    total = 0
+    for term, block, mult in _axis0_terms(source, blocks):
+        if not term.isdigit() and term not in scope:
+            raise ValueError(f"{term}: not a scalar argument of this launch")
+        length = int(term) if term.isdigit() else int(scope[term])
+        total += -(-length // block) * mult
+    return total
+
+
+def grid_axis0_expr(source: str, blocks: dict[str, int]) -> str:
+    """The same as a Python expression over the launch's argument names: what Inductor's launcher evaluates
+    for its grid (a FixedGrid template's `fixed_grid`), so a deployed row block launches on its own grid."""
+    return " + ".join(f"-(({term}) // -{block})" + (f" * {mult}" if mult != 1 else "")
+                      for term, block, mult in _axis0_terms(source, blocks))
 
 
 def template_moves(source: str, num_warps: int) -> list[dict]:

@@ -23,10 +23,9 @@ from chronos.measure.verdicts import FASTER
 
 KNOB = re.compile(r"^(num_warps|num_stages|maxnreg)=(\d+)$")
 BLOCK = re.compile(r"^([XYZ]|R\d_)BLOCK=(\d+)$")
-ROW_BLOCK = re.compile(r"(^|,)BLOCK_(M|N1|M2)=\d+(,|$)")
+ROW = re.compile(r"^(BLOCK_(?:M|N1|M2))=(\d+)$")
 """A template's row block (chronos.triton.template_blocks): folded into the template's source and its
-launch grid, so no config change deploys it."""
-ROW_BLOCK_WHY = "not deployable through the DB: its template row block"
+launch grid; deployed by chronos.triton.deploy_rows (a tuned constexpr the stock config does not set)."""
 
 
 def config_change(label: str) -> dict | None:
@@ -36,7 +35,7 @@ def config_change(label: str) -> dict | None:
     for part in label.split(","):
         if m := KNOB.match(part):
             out[m.group(1)] = int(m.group(2))
-        elif m := BLOCK.match(part):
+        elif m := BLOCK.match(part) or ROW.match(part):
             out["kwargs"][part.split("=")[0]] = int(m.group(2))
         else:
             return None
@@ -79,8 +78,6 @@ def confirmed_winner(row: dict) -> tuple[tuple[str | None, list[str]] | None, st
         return None, "no confirmed winner"
     if not winner_bit_exact(row):
         return None, f"{'+'.join(best['actions'])} was not bit-exact"
-    if ROW_BLOCK.search(best["actions"][0]):
-        return None, f"{ROW_BLOCK_WHY} {best['actions'][0]} lives in the template's source and grid"
     return split_winner(best["actions"]), ""
 
 
@@ -129,15 +126,13 @@ def winner_ptx(folder: Path, spec, actions: list[str]) -> tuple[str, str]:
     return root, emit(tuned)
 
 
-def parts_newest_first(folders: list[Path]) -> list[list[Path]]:
-    """Per kernel its parts of every stage part folder, a later folder's first (the joint step's parts, then
-    the block step's, which measured beside the joint step's winner): the latest supersedes the earlier,
-    but where its winner cannot be deployed (a template row block), the earlier confirmed winner deploys in
-    its place."""
-    found: dict[str, list[Path]] = {}
+def latest_parts(folders: list[Path]) -> list[Path]:
+    """Per kernel its part of the latest stage that has one (`folders` in stage order: the joint step's
+    parts, then the block step's, which measured beside the joint step's winner and supersedes it)."""
+    found: dict[str, Path] = {}
     for folder in folders:
         for path in sorted(Path(folder).glob("*.json")):
-            found.setdefault(path.name, []).insert(0, path)
+            found[path.name] = path
     return [found[k] for k in sorted(found)]
 
 
@@ -145,9 +140,9 @@ def _json(path: Path) -> dict:
     return json.loads(path.read_text()) if path.is_file() else {}
 
 
-def write_configs(folder: Path, parts: list[list[Path]], db_path: Path) -> dict:
-    """Tuned-DB entries for the workload in `folder` from the stage part files `parts` (per kernel, newest
-    first: parts_newest_first): a config entry per winner with a compile config, a tuned PTX entry per
+def write_configs(folder: Path, parts: list[Path], db_path: Path) -> dict:
+    """Tuned-DB entries for the workload in `folder` from the stage part files `parts` (one per kernel:
+    latest_parts): a config entry per winner with a compile config, a tuned PTX entry per
     winner with PTX actions; returns counts and the reason of every kernel left out."""
     from chronos.kernels.spec import load_specs
     from chronos.triton.tuned_db import TunedDB
@@ -160,29 +155,16 @@ def write_configs(folder: Path, parts: list[list[Path]], db_path: Path) -> dict:
            "blocks": _json(folder / "blocks.json").get("kernels", {})}
     out: dict = {"kernels": 0, "entries": 0, "ptx_entries": 0, "left_out": {}}
     with TunedDB(db_path) as db:
-        for newest_first in parts:
+        for path in parts:
             out["kernels"] += 1
-            skipped = []
-            for path in newest_first:
-                row = json.loads(path.read_text())
-                try:
-                    why = _put_winner(db, ctx, row, path.name, out)
-                except ChronosError as e:
-                    why = str(e)
-                if not why.startswith(ROW_BLOCK_WHY):
-                    break
-                skipped.append(f"{_stage(path)}: {why}")
+            row = json.loads(path.read_text())
+            try:
+                why = _put_winner(db, ctx, row, path.name, out)
+            except ChronosError as e:
+                why = str(e)
             if why:
-                tried = [*skipped, f"{_stage(path)}: {why}"] if skipped else [why]
-                out["left_out"][row["kernel"]] = "; ".join(tried)
-            elif skipped:
-                out.setdefault("in_its_place", {})[row["kernel"]] = f"{_stage(path)}'s winner; {skipped}"
+                out["left_out"][row["kernel"]] = why
     return out
-
-
-def _stage(part: Path) -> str:
-    """The stage whose part this is (data/<stage>/captured/<workload>/<kernel>.json)."""
-    return part.parent.parent.parent.name
 
 
 def _put_winner(db, ctx: dict, row: dict, part: str, out: dict) -> str:
