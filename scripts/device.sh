@@ -96,9 +96,10 @@ print(','.join(workload(n).name for n in (sys.argv[1].split() or NAMES)))" "${WO
       python3 -m chronos.stages.heldout --params params.yaml --picks reports/heldout.json --backend gpu \
         --store data/store/measurements.sqlite --out "$LOGS/heldout_gpu.json" ;;
     blocks) python3 scripts/make_block_variants.py --out . ${WORKLOADS:+--workloads $WORKLOADS} ;;
-    knob_census|knob_ptx|knob_blocks)
+    knob_census|knob_ptx|knob_blocks)  # budget: KNOB_BUDGET_<target>, else KNOB_BUDGET, else params
+      local b=KNOB_BUDGET_$t; b=${!b:-${KNOB_BUDGET:-}}
       python3 -m "chronos.stages.$t" --params params.yaml --backend gpu --parts "data/$t" \
-        --store data/store/measurements.sqlite --out "reports/$t.json" ${KNOB_BUDGET:+--budget $KNOB_BUDGET} ;;
+        --store data/store/measurements.sqlite --out "reports/$t.json" ${b:+--budget $b} ;;
     anchors) python3 scripts/make_anchor_variants.py --out . ${WORKLOADS:+--workloads $WORKLOADS} ;;
     knob_anchors)
       python3 -m chronos.stages.knob_anchors --params params.yaml --backend gpu --parts data/knob_anchors \

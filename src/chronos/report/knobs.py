@@ -27,8 +27,8 @@ def knob_metrics(census: dict | None, joint: dict | None = None, blocks: dict | 
             if s.get("measured"):  # a later step replaces an earlier one's numbers
                 out.setdefault("v3", {})[_workload(family)] = {
                     **{k: s[k] for k in (*FIELDS, *keys)}, "gpu": _gpu(step),
-                    **{k: s[k] for k in ("stock_kept", "selected_time_share", "measured_time_share")
-                       if s.get(k) is not None}}
+                    **{k: s[k] for k in ("stock_kept", "selected_time_share", "measured_time_share",
+                                         "triton_time_speedup") if s.get(k) is not None}}
     for family, s in ((anchors or {}).get("summary") or {}).items():
         if s.get("measured"):
             w = _workload(family)
@@ -74,19 +74,23 @@ def knob_section(census: dict | None, joint: dict | None = None, blocks: dict | 
               "parentheses faster / kernels."),
              "", ("Time measured: the share of the workload's Triton GPU time (launches x chronos tune's "
                   "stock time) that the kernels the block step measured carry "
-                  "(scripts/selection_coverage.py)."),
+                  "(scripts/selection_coverage.py); Triton time: that whole time over itself with every "
+                  "measured winner's speedup applied (the others at 1.0), what the winners would give the "
+                  "workload's Triton kernels, not a step measurement."),
              "", "| workload | kernels | faster | geomean | bit-exact | "
-             + " | ".join(f"{k} exact" for k in knobs) + " | knobs + PTX | + block sizes | time measured |",
-             "|---|---|---|---|---|" + "---|" * len(knobs) + "---|---|---|"]
+             + " | ".join(f"{k} exact" for k in knobs)
+             + " | knobs + PTX | + block sizes | time measured | Triton time |",
+             "|---|---|---|---|---|" + "---|" * len(knobs) + "---|---|---|---|"]
     for family, s in summary.items():
         if not s.get("measured"):
             continue
         per = [f"{s['knobs'][k]['exact']}/{s['knobs'][k]['variant']}" if k in s["knobs"] else "—"
                for k in knobs]
         share = f"{s['exact_share']:.0%}" if s.get("exact_share") is not None else "—"
-        carried = (((blocks or {}).get("summary") or {}).get(family) or {}).get("measured_time_share")
+        b = ((blocks or {}).get("summary") or {}).get(family) or {}
+        carried, triton = b.get("measured_time_share"), b.get("triton_time_speedup")
         steps = (f" | {_cell(joint, family)} | {_cell(blocks, family)} | "
-                 f"{'—' if carried is None else f'{carried:.0%}'} |")
+                 f"{'—' if carried is None else f'{carried:.0%}'} | {_x(triton)} |")
         lines.append(f"| {_workload(family)} | {s['measured']} | {s['faster']} | {_x(s['time_geomean'])} | "
                      f"{share} | " + " | ".join(per) + steps)
     return lines

@@ -109,10 +109,17 @@ def run(args, cfg) -> int:
 
 def time_shares(folder: Path, rows: list[dict]) -> dict:
     """The share of the family's timed GPU time (chronos.kernels.profile.measured_gpu_ms) that its selected
-    kernels carry, and its measured ones: what a per-kernel geomean over them can say of a step."""
+    kernels carry, and its measured ones: what a per-kernel geomean over them can say of a step; and
+    `triton_time_speedup`: that whole timed time over itself with each measured kernel's confirmed speedup
+    applied (every other kernel at 1.0) — what the winners, all deployed, would give the workload's
+    Triton kernels (not a measurement of the step: the e2e stages measure that)."""
     weight = measured_gpu_ms(folder)
+    done = [r for r in rows if "best" in r]
+    total = sum(weight.values())
+    saved = sum(weight.get(r["kernel"], 0.0) * (1.0 - 1.0 / r["speedup"]) for r in done)
     return {"selected_time_share": time_share(weight, [r["kernel"] for r in rows]),
-            "measured_time_share": time_share(weight, [r["kernel"] for r in rows if "best" in r])}
+            "measured_time_share": time_share(weight, [r["kernel"] for r in done]),
+            "triton_time_speedup": total / (total - saved) if total else None}
 
 
 def main(section: str, doc: str, argv: list[str] | None) -> int:

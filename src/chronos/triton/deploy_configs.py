@@ -93,8 +93,8 @@ class ConfigSession:
                 if blocks := row_change(dict(cfg.kwargs), dict(tuned.kwargs)):
                     try:
                         deploy_in_place(autotuner, blocks, tuned)
-                    except (ValueError, OSError) as e:
-                        self._withdraw(autotuner.fn.__name__, str(e))
+                    except Exception as e:  # noqa: BLE001 - a template this cannot edit runs stock, said
+                        self._withdraw(autotuner.fn.__name__, f"{type(e).__name__}: {e}")
                 else:
                     autotuner.configs = [tuned]
                 return
@@ -125,8 +125,8 @@ class ConfigSession:
             return autotuner, tuned or cfg
         try:
             new = row_block_tuner(autotuner, blocks, tuned)
-        except (ValueError, OSError) as e:
-            self._withdraw(autotuner.fn.__name__, str(e))
+        except Exception as e:  # noqa: BLE001 - a template this cannot edit runs stock, said
+            self._withdraw(autotuner.fn.__name__, f"{type(e).__name__}: {e}")
             return autotuner, cfg
         return new, new.configs[0]
 

@@ -1,0 +1,24 @@
+"""The knob stages' shared shell (chronos.stages.knob_sections): what a per-kernel result says of a
+workload's Triton GPU time."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from chronos.stages.knob_sections import time_shares
+
+
+def test_the_triton_time_speedup_applies_each_measured_winner_to_its_share_of_the_time(tmp_path):
+    (tmp_path / "tune-parts").mkdir()
+    (tmp_path / "capture.json").write_text(json.dumps({"per_kernel": [
+        {"kernel": "a", "launches": 10}, {"kernel": "b", "launches": 1}, {"kernel": "c", "launches": 2}]}))
+    for k, ms in (("a", 0.5), ("b", 3.0), ("c", 1.0)):  # a: 5 ms of GPU time, b: 3, c: 2 (10 in all)
+        (tmp_path / "tune-parts" / f"{k}.json").write_text(json.dumps({"kernel": k, "baseline_ms": ms}))
+    rows = [{"kernel": "a", "speedup": 1.25, "best": {}}, {"kernel": "b", "speedup": 1.0, "best": {}},
+            {"kernel": "c", "error": "not_measured (budget)"}]
+    got = time_shares(tmp_path, rows)
+    assert got["selected_time_share"] == 1.0 and got["measured_time_share"] == 0.8
+    assert got["triton_time_speedup"] == pytest.approx(10 / (10 - 5 * (1 - 1 / 1.25)))  # 10 / 9
+    assert time_shares(tmp_path / "absent", rows)["triton_time_speedup"] is None
