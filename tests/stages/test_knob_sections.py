@@ -22,3 +22,22 @@ def test_the_triton_time_speedup_applies_each_measured_winner_to_its_share_of_th
     assert got["selected_time_share"] == 1.0 and got["measured_time_share"] == 0.8
     assert got["triton_time_speedup"] == pytest.approx(10 / (10 - 5 * (1 - 1 / 1.25)))  # 10 / 9
     assert time_shares(tmp_path / "absent", rows)["triton_time_speedup"] is None
+
+
+def test_selected_by_measured_time_the_budget_goes_to_the_largest_shares_of_every_workload_first():
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from chronos.stages.knob_sections import measuring_order
+
+    kernels = Path(__file__).resolve().parents[2] / "data" / "kernels"
+    families = ["captured/llama", "captured/flex"]
+    heaviest = SimpleNamespace(families=families, per_family=4, select="measured_time")
+    by_share = measuring_order(kernels, heaviest)
+    assert {f for f, _ in by_share} == set(families) and len(by_share) == 8
+    assert by_share[0][0] == "captured/flex"  # one flex template carries more of flex than any llama kernel
+    shares = [time_shares(kernels / f, [{"kernel": item[1].kernel, "best": {}, "speedup": 1.0}])
+              ["measured_time_share"] for f, item in by_share]
+    assert shares == sorted(shares, reverse=True)
+    in_order = measuring_order(kernels, SimpleNamespace(families=families, per_family=4, select="profile"))
+    assert [f for f, _ in in_order] == ["captured/llama"] * 4 + ["captured/flex"] * 4

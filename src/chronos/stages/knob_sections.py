@@ -75,15 +75,13 @@ def run(args, cfg) -> int:
         replay = isinstance(backend, ReplayBackend)
         rows = []
         min_gain = cfg.search.greedy.min_gain
-        for family in kcfg.families:
+        for family, item in measuring_order(args.kernels, kcfg):
             folder = args.kernels / family
-            measure = measurer(args, folder, family, backend, timing, min_gain)
             settled = None
             if args.section == "knob_blocks":
                 def settled(spec, folder=folder, family=family):
                     return nothing_to_try(spec, folder, prior_winner(spec, folder, args.joint_parts, family))
-            chosen = selected(args.kernels, family, kcfg.per_family, kcfg.select)
-            rows += census_family(family, chosen, measure,
+            rows += census_family(family, [item], measurer(args, folder, family, backend, timing, min_gain),
                                   parts, replay, lambda: time.perf_counter() - t0 > budget,
                                   backend.provenance, args.section, settled,
                                   lambda gpu: setattr(backend, "gpu", gpu),  # each part's own GPU
@@ -105,6 +103,22 @@ def run(args, cfg) -> int:
              for f, s in out["summary"].items()}
     print(f"{args.section}: {json.dumps(brief)}")
     return 1 if out["disagreements"] else 0
+
+
+def measuring_order(kernels: Path, kcfg) -> list[tuple[str, tuple]]:
+    """(family, selected kernel) in the order they are measured. Selected by measured time, the budget is
+    spent by share: every family's kernels together, the largest share of its workload's timed Triton GPU
+    time first, so a budget that runs out leaves the smallest shares unmeasured in every workload alike;
+    otherwise family by family in selection order."""
+    plan = []
+    for f_index, family in enumerate(kcfg.families):
+        weight = measured_gpu_ms(kernels / family)
+        total = sum(weight.values()) or 1.0
+        for k_index, item in enumerate(selected(kernels, family, kcfg.per_family, kcfg.select)):
+            plan.append((weight.get(item[1].kernel, 0.0) / total, f_index, k_index, family, item))
+    if kcfg.select == "measured_time":
+        plan.sort(key=lambda p: (-p[0], p[1], p[2]))
+    return [(family, item) for *_, family, item in plan]
 
 
 def time_shares(folder: Path, rows: list[dict]) -> dict:

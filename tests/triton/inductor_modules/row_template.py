@@ -31,6 +31,6 @@ def triton_tem_fused_rows_0(arg_Q, out_ptr0, ks0):
 
 @triton.jit
 def double_rows(arg_Q, out_ptr0, offs_m, Q_LEN):
-    BLOCK_M : tl.constexpr = 128
+    BLOCK_M : tl.constexpr = 128  # noqa: F841 - declared again, unused, as Inductor's helpers do
     mask = offs_m < Q_LEN
     tl.store(out_ptr0 + offs_m, 2.0 * tl.load(arg_Q + offs_m, mask), mask)
