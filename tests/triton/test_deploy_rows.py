@@ -73,3 +73,24 @@ def test_a_template_launched_on_another_grid_stays_stock_and_is_missed_with_why(
     assert compiler is plain and cfg is plain.configs[0]
     s = session.stats()
     assert NAME in s["missed_names"] and "not a FixedGrid template launch" in s["reasons"][NAME]
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_the_deployed_row_block_launches_on_its_own_grid_and_gives_stock_s_output(deployed):
+    """The caller passes stock's grid (cdiv(n, 128)); the edited template (32 rows a program) covers all n
+    rows only if its launcher computes its own first axis. Both write 2 * q, bit for bit."""
+    n = 1000  # not a multiple of either row block: the grid rule and the masks both count
+    q = torch.randn(n, device="cuda")
+    stream = torch.cuda.current_stream().cuda_stream
+    outs = {}
+    for name in ("stock", "deployed"):
+        if name == "deployed":
+            deployed([_entry(load_tuner(MODULE, NAME).fn)])
+        tuner = load_tuner(MODULE, NAME)
+        tuner.precompile()
+        out = torch.full((n,), float("nan"), device="cuda")
+        tuner.run(q, out, n, -(-n // 128), 1, 1, stream=stream)
+        torch.cuda.synchronize()
+        outs[name] = out
+    assert deploy_configs.stats()["applied_names"] == [NAME]
+    assert torch.equal(outs["stock"], 2.0 * q) and torch.equal(outs["deployed"], outs["stock"])
