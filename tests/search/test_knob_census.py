@@ -85,7 +85,7 @@ def test_the_summary_counts_exact_and_faster_per_knob():
     assert s["exact_share"] == pytest.approx(2 / 3)
 
 
-def test_a_gpu_run_takes_recorded_kernels_as_recorded_and_measures_the_new_ones(tmp_path):
+def test_a_gpu_run_takes_recorded_kernels_as_recorded_and_measures_the_new_ones(tmp_path, capsys):
     from types import SimpleNamespace
 
     from chronos.search.knob_census import census_family
@@ -106,6 +106,7 @@ def test_a_gpu_run_takes_recorded_kernels_as_recorded_and_measures_the_new_ones(
 
     rows = run(remeasure=False)
     assert measured == ["new_kernel"]
+    assert "old_kernel" in capsys.readouterr().out.split("(its part, as recorded)")[0]  # said, not silent
     assert rows[0] == {"family": "captured/x", "kernel": "old_kernel", "speedup": 1.1,
                        "best": {"actions": ["a"]}, "from_part": True}
     assert json.loads((tmp_path / "captured/x/new_kernel.json").read_text())["provenance"] == {"gpu": "H100"}

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from chronos.kernels.profile import measured_gpu_ms
 from chronos.stages.knob_sections import time_shares
 
 
@@ -18,10 +19,10 @@ def test_the_triton_time_speedup_applies_each_measured_winner_to_its_share_of_th
         (tmp_path / "tune-parts" / f"{k}.json").write_text(json.dumps({"kernel": k, "baseline_ms": ms}))
     rows = [{"kernel": "a", "speedup": 1.25, "best": {}}, {"kernel": "b", "speedup": 1.0, "best": {}},
             {"kernel": "c", "error": "not_measured (budget)"}]
-    got = time_shares(tmp_path, rows)
+    got = time_shares(measured_gpu_ms(tmp_path), rows)
     assert got["selected_time_share"] == 1.0 and got["measured_time_share"] == 0.8
     assert got["triton_time_speedup"] == pytest.approx(10 / (10 - 5 * (1 - 1 / 1.25)))  # 10 / 9
-    assert time_shares(tmp_path / "absent", rows)["triton_time_speedup"] is None
+    assert time_shares(measured_gpu_ms(tmp_path / "absent"), rows)["triton_time_speedup"] is None
 
 
 def test_selected_by_measured_time_the_budget_goes_to_the_largest_shares_of_every_workload_first():
@@ -33,11 +34,13 @@ def test_selected_by_measured_time_the_budget_goes_to_the_largest_shares_of_ever
     kernels = Path(__file__).resolve().parents[2] / "data" / "kernels"
     families = ["captured/llama", "captured/flex"]
     heaviest = SimpleNamespace(families=families, per_family=4, select="measured_time")
-    by_share = measuring_order(kernels, heaviest)
+    weights = {f: measured_gpu_ms(kernels / f) for f in families}
+    by_share = measuring_order(kernels, heaviest, weights)
     assert {f for f, _ in by_share} == set(families) and len(by_share) == 8
     assert by_share[0][0] == "captured/flex"  # one flex template carries more of flex than any llama kernel
-    shares = [time_shares(kernels / f, [{"kernel": item[1].kernel, "best": {}, "speedup": 1.0}])
+    shares = [time_shares(weights[f], [{"kernel": item[1].kernel, "best": {}, "speedup": 1.0}])
               ["measured_time_share"] for f, item in by_share]
     assert shares == sorted(shares, reverse=True)
-    in_order = measuring_order(kernels, SimpleNamespace(families=families, per_family=4, select="profile"))
+    in_order = measuring_order(kernels, SimpleNamespace(families=families, per_family=4, select="profile"),
+                               weights)
     assert [f for f, _ in in_order] == ["captured/llama"] * 4 + ["captured/flex"] * 4

@@ -115,26 +115,32 @@ def census_family(family: str, selected, measure, parts: Path, replay: bool, out
             pin_gpu((recorded.get("provenance") or {}).get("gpu"))
         if recorded is None and (replay or out_of_budget()):
             why = "not_measured (run this stage on a GPU)" if replay else "not_measured (budget)"
-            rows.append({"family": family, "kernel": spec.kernel, "error": why})
-            continue
-        if recorded is not None and not (replay or remeasure):
-            rows.append({"family": family, **{k: v for k, v in recorded.items() if k != "provenance"},
-                         "from_part": True})
-            continue
-        try:
-            row = measure(spec)
-        except ChronosError as e:
-            row = {"kernel": spec.kernel, "error": " ".join(str(e).split())[:400]}
-        if recorded is None and "error" not in row:
-            part.parent.mkdir(parents=True, exist_ok=True)
-            part.write_text(json.dumps({**row, "provenance": provenance()}, indent=1) + "\n")
-        elif recorded is not None and "error" not in row:
-            row["as_recorded"] = recorded["best"]["actions"] == row["best"]["actions"]
+            row = {"kernel": spec.kernel, "error": why}
+        elif recorded is not None and not (replay or remeasure):
+            row = {**{k: v for k, v in recorded.items() if k != "provenance"}, "from_part": True}
+        else:
+            row = _measured(spec, measure, recorded, part, provenance)
         rows.append({"family": family, **row})
         print(f"{label}: {family:16s} {spec.kernel[:60]:60s} "
-              f"{row.get('error') or '+'.join(row['best']['actions']) or '-'} {row.get('speedup', 0):.4f}",
+              f"{row.get('error') or '+'.join(row['best']['actions']) or '-'} {row.get('speedup', 0):.4f}"
+              + (" (its part, as recorded)" if row.get("from_part") else ""),
               flush=True)
     return rows
+
+
+def _measured(spec, measure, recorded: dict | None, part: Path, provenance) -> dict:
+    """`measure(spec)`'s row (an error row where it raised): recorded into `part` where nothing was, else
+    compared with the record (`as_recorded`)."""
+    try:
+        row = measure(spec)
+    except ChronosError as e:
+        return {"kernel": spec.kernel, "error": " ".join(str(e).split())[:400]}
+    if recorded is None and "error" not in row:
+        part.parent.mkdir(parents=True, exist_ok=True)
+        part.write_text(json.dumps({**row, "provenance": provenance()}, indent=1) + "\n")
+    elif recorded is not None and "error" not in row:
+        row["as_recorded"] = recorded["best"]["actions"] == row["best"]["actions"]
+    return row
 
 
 def knob_summary(rows: list[dict]) -> dict:

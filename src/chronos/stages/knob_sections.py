@@ -70,12 +70,13 @@ def run(args, cfg) -> int:
     if args.section == "knob_anchors":  # Inductor's tuners change numerics: timed within a tolerance
         cfg = replace(cfg, measure=replace(cfg.measure, tolerance=kcfg.anchor_tolerance))
     backend = open_backend(args, cfg)
+    weights = {f: measured_gpu_ms(args.kernels / f) for f in kcfg.families}  # each family's timed GPU time
     t0 = time.perf_counter()
     try:
         replay = isinstance(backend, ReplayBackend)
         rows = []
         min_gain = cfg.search.greedy.min_gain
-        for family, item in measuring_order(args.kernels, kcfg):
+        for family, item in measuring_order(args.kernels, kcfg, weights):
             folder = args.kernels / family
             settled = None
             if args.section == "knob_blocks":
@@ -94,7 +95,7 @@ def run(args, cfg) -> int:
     out = {"section": args.section, "provenance": prov,
            "params": {"families": list(kcfg.families), "per_family": kcfg.per_family,
                       "timing": timing.to_json()},
-           "summary": {f: {**summarize(rs), **time_shares(args.kernels / f, rs)}
+           "summary": {f: {**summarize(rs), **time_shares(weights[f], rs)}
                        for f, rs in by_family.items()},
            "disagreements": [r["kernel"] for r in rows if r.get("as_recorded") is False],
            "kernels": rows}
@@ -105,14 +106,15 @@ def run(args, cfg) -> int:
     return 1 if out["disagreements"] else 0
 
 
-def measuring_order(kernels: Path, kcfg) -> list[tuple[str, tuple]]:
+def measuring_order(kernels: Path, kcfg, weights: dict[str, dict[str, float]]) -> list[tuple[str, tuple]]:
     """(family, selected kernel) in the order they are measured. Selected by measured time, the budget is
-    spent by share: every family's kernels together, the largest share of its workload's timed Triton GPU
-    time first, so a budget that runs out leaves the smallest shares unmeasured in every workload alike;
-    otherwise family by family in selection order."""
+    spent by share (`weights`: per family chronos.kernels.profile.measured_gpu_ms): every family's kernels
+    together, the largest share of its workload's timed Triton GPU time first, so a budget that runs out
+    leaves the smallest shares unmeasured in every workload alike; otherwise family by family in selection
+    order."""
     plan = []
     for f_index, family in enumerate(kcfg.families):
-        weight = measured_gpu_ms(kernels / family)
+        weight = weights.get(family, {})
         total = sum(weight.values()) or 1.0
         for k_index, item in enumerate(selected(kernels, family, kcfg.per_family, kcfg.select)):
             plan.append((weight.get(item[1].kernel, 0.0) / total, f_index, k_index, family, item))
@@ -121,13 +123,12 @@ def measuring_order(kernels: Path, kcfg) -> list[tuple[str, tuple]]:
     return [(family, item) for *_, family, item in plan]
 
 
-def time_shares(folder: Path, rows: list[dict]) -> dict:
-    """The share of the family's timed GPU time (chronos.kernels.profile.measured_gpu_ms) that its selected
-    kernels carry, and its measured ones: what a per-kernel geomean over them can say of a step; and
+def time_shares(weight: dict[str, float], rows: list[dict]) -> dict:
+    """The share of the family's timed GPU time (`weight`: chronos.kernels.profile.measured_gpu_ms) that its
+    selected kernels carry, and its measured ones: what a per-kernel geomean over them can say of a step; and
     `triton_time_speedup`: that whole timed time over itself with each measured kernel's confirmed speedup
     applied (every other kernel at 1.0) — what the winners, all deployed, would give the workload's
     Triton kernels (not a measurement of the step: the e2e stages measure that)."""
-    weight = measured_gpu_ms(folder)
     done = [r for r in rows if "best" in r]
     total = sum(weight.values())
     saved = sum(weight.get(r["kernel"], 0.0) * (1.0 - 1.0 / r["speedup"]) for r in done)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import threading
 
-from chronos.triton.deploy_rows import deploy_in_place, row_block_tuner, row_change
+from chronos.triton.deploy_rows import row_block_tuner, row_change
 from chronos.triton.patch_on_import import PatchOnImport, after_init
 from chronos.triton.tuned_configs import ConfigEntry, KernelConfig
 
@@ -91,10 +91,9 @@ class ConfigSession:
         for cfg in autotuner.configs:
             if (tuned := self.tuned_config(autotuner, cfg, quiet=True)) is not None:
                 if blocks := row_change(dict(cfg.kwargs), dict(tuned.kwargs)):
-                    try:
-                        deploy_in_place(autotuner, blocks, tuned)
-                    except Exception as e:  # noqa: BLE001 - a template this cannot edit runs stock, said
-                        self._withdraw(autotuner.fn.__name__, f"{type(e).__name__}: {e}")
+                    if (new := self._row_tuner(autotuner, blocks, tuned)) is not None:  # before it compiles
+                        autotuner.fn, autotuner.inductor_meta, autotuner.configs = \
+                            new.fn, new.inductor_meta, new.configs
                 else:
                     autotuner.configs = [tuned]
                 return
@@ -123,19 +122,21 @@ class ConfigSession:
         blocks = row_change(dict(cfg.kwargs), dict(tuned.kwargs)) if tuned is not None else {}
         if not blocks:
             return autotuner, tuned or cfg
-        try:
-            new = row_block_tuner(autotuner, blocks, tuned)
-        except Exception as e:  # noqa: BLE001 - a template this cannot edit runs stock, said
-            self._withdraw(autotuner.fn.__name__, f"{type(e).__name__}: {e}")
-            return autotuner, cfg
-        return new, new.configs[0]
+        new = self._row_tuner(autotuner, blocks, tuned)
+        return (autotuner, cfg) if new is None else (new, new.configs[0])
 
-    def _withdraw(self, name: str, why: str) -> None:
-        """An entry counted applied that could not be: a miss, with why."""
-        with self.lock:
-            if name in self.counts["applied"]:
-                self.counts["applied"].remove(name)
-        self._record("missed", name, f"its row blocks cannot be deployed: {why}")
+    def _row_tuner(self, autotuner, blocks: dict, tuned):
+        """The edited template's tuner (chronos.triton.deploy_rows), or None where it cannot be made: the
+        entry, counted applied, becomes a miss with why, and the template runs stock."""
+        try:
+            return row_block_tuner(autotuner, blocks, tuned)
+        except Exception as e:  # noqa: BLE001 - a template this cannot edit runs stock, said
+            name = autotuner.fn.__name__
+            with self.lock:
+                if name in self.counts["applied"]:
+                    self.counts["applied"].remove(name)
+            self._record("missed", name, f"its row blocks cannot be deployed: {type(e).__name__}: {e}")
+            return None
 
     def jit_kwargs(self, fn, kwargs: dict) -> dict:
         """The launch's keyword arguments, with the tuned config where they are exactly the stock one."""

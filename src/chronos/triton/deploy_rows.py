@@ -37,9 +37,10 @@ def _module_path(fn) -> Path:
 def edited_module(fn, blocks: dict[str, int]) -> Path:
     """The template's module with its row blocks set, written once per content under the temp folder (the
     JIT reads a function's source from its file)."""
-    text = edited(_module_path(fn).read_text(), blocks)
+    stock = _module_path(fn)
+    text = edited(stock.read_text(), blocks)
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
-    path = Path(tempfile.gettempdir()) / "chronos-row-blocks" / digest / _module_path(fn).name
+    path = Path(tempfile.gettempdir()) / "chronos-row-blocks" / digest / stock.name
     if not path.is_file():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
@@ -64,9 +65,3 @@ def row_block_tuner(autotuner, blocks: dict[str, int], tuned_cfg):
     new.configs = [cfg]
     return new
 
-
-def deploy_in_place(autotuner, blocks: dict[str, int], tuned_cfg) -> None:
-    """Make `autotuner` (right after its __init__, before it compiles) the row-block tuner's: its JIT
-    function, launch metadata and config."""
-    new = row_block_tuner(autotuner, blocks, tuned_cfg)
-    autotuner.fn, autotuner.inductor_meta, autotuner.configs = new.fn, new.inductor_meta, new.configs
