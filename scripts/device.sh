@@ -15,6 +15,8 @@
 #     knob_census        stage knob_census measured (kernels of the selection with no part yet), into the store
 #     knob_ptx           stage knob_ptx measured: v2 PTX actions on each knob winner (alike)
 #     knob_blocks        stage knob_blocks measured: block variants beside knob_ptx's winners, into the store
+#     pending            scripts/workloads.py's PENDING workloads ($WORKLOADS, default both): capture, profile,
+#                        tune (TUNE_BUDGET, default 60 s each) -> data/kernels/captured/<w>
 #     anchors            Inductor's max-autotune/coordesc configs per kernel (make_anchor_variants; $WORKLOADS)
 #     knob_anchors       stage knob_anchors measured: the anchors beside stock and Chronos v3, into the store
 #     e2e_v3             per workload of $WORKLOADS (default flex): Chronos v3's DB from the knob_ptx and
@@ -100,6 +102,16 @@ print(','.join(workload(n).name for n in (sys.argv[1].split() or NAMES)))" "${WO
       local b=KNOB_BUDGET_$t; b=${!b:-${KNOB_BUDGET:-}}
       python3 -m "chronos.stages.$t" --params params.yaml --backend gpu --parts "data/$t" \
         --store data/store/measurements.sqlite --out "reports/$t.json" ${b:+--budget $b} ;;
+    pending)  # scripts/workloads.py's PENDING workloads: captured (inputs over 1 MiB drawn from their
+      # recorded distribution, so that the capture comes back), profiled, tuned with the seed's policy
+      local w; for w in ${WORKLOADS:-flex_decode_long attorch_lm}; do
+        local d=data/kernels/captured/$w
+        python3 -m chronos.cli capture --out "$d" --workload "$w" --compact --force --tensor-cap 1048576 \
+          --total-cap 33554432 -- python3 scripts/workloads.py "$w" --steps 2 --profile-out "$d/profile.json" &&
+          python3 -m chronos.cli tune "$d" --backend gpu --ptxas triton --order-by "$d/profile.json" \
+            --checkpoint models/checkpoint_best.pt --budget "${TUNE_BUDGET:-60}" --db "$d/tuned.sqlite" \
+            --store data/store/measurements.sqlite --params params.yaml || return 1
+      done ;;
     anchors) python3 scripts/make_anchor_variants.py --out . ${WORKLOADS:+--workloads $WORKLOADS} ;;
     knob_anchors)
       python3 -m chronos.stages.knob_anchors --params params.yaml --backend gpu --parts data/knob_anchors \

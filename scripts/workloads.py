@@ -141,6 +141,84 @@ def flex():
     return {"train": train, "decode": decode}
 
 
+def flex_decode_long(batches=(1, 2, 4, 8), context: int = 32768, window: int = 4096):
+    """Decode with FlexAttention against long KV caches (#28 item 7): one new token per sequence at
+    Llama-3-8B's attention geometry (32 query heads over 8 KV heads, d 128), batch 1, 2, 4 and 8, a context of
+    32768, over the whole cache and over a sliding window of its last 4096 positions. Static shapes: each
+    batch size is its own compiled kernel, as a server's fixed decode batch would be."""
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+    torch._dynamo.config.recompile_limit = 64  # a compile per batch size and mask: 8 here, Dynamo's default
+    attn = torch.compile(flex_attention, dynamic=False)
+    hq, hkv, d = 32, 8, 128
+    caches = {b: [torch.randn(b, hkv, context, d, device="cuda", dtype=torch.bfloat16) for _ in range(2)]
+              for b in batches}
+    queries = {b: torch.randn(b, hq, 1, d, device="cuda", dtype=torch.bfloat16) for b in batches}
+    recent = create_block_mask(lambda b_, h_, qi, ki: ki >= context - window, None, None, 1, context)
+
+    @torch.no_grad()
+    def decode():
+        return [attn(queries[b], *caches[b], block_mask=mask, enable_gqa=True)
+                for b in batches for mask in (None, recent)]
+
+    return {"decode": decode}
+
+
+def attorch_lm(hidden: int = 2048, heads: int = 16, ffn: int = 5632, layers: int = 2, vocab: int = 32000,
+               batch: int = 2, seq: int = 2048):
+    """A Llama-like decoder whose norms, projections, SwiGLU and loss are attorch's hand-written Triton
+    kernels (#28 item 7; third_party/attorch, unmodified, MIT): attorch.RMSNorm, attorch.Linear, attorch.GLU
+    (silu), attorch.CrossEntropyLoss; attention is torch's SDPA (causal, no rotary). fp32 parameters and
+    fp16 autocast, as attorch's own tests run it; no torch.compile: every Triton kernel is attorch's."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "third_party" / "attorch"))
+    import attorch  # needs a CUDA device at import (its autotune configs read the capability)
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.attn_norm, self.ffn_norm = attorch.RMSNorm(hidden), attorch.RMSNorm(hidden)
+            self.qkv = attorch.Linear(hidden, 3 * hidden, bias=False)
+            self.out = attorch.Linear(hidden, hidden, bias=False)
+            self.gate_up = attorch.Linear(hidden, 2 * ffn, bias=False)
+            self.swiglu = attorch.GLU(act_func="silu")
+            self.down = attorch.Linear(ffn, hidden, bias=False)
+
+        def forward(self, x):
+            b, s, _ = x.shape
+            qkv = self.qkv(self.attn_norm(x)).view(b, s, 3, heads, hidden // heads).permute(2, 0, 3, 1, 4)
+            a = torch.nn.functional.scaled_dot_product_attention(*qkv, is_causal=True)
+            x = x + self.out(a.transpose(1, 2).reshape(b, s, hidden))
+            return x + self.down(self.swiglu(self.gate_up(self.ffn_norm(x))))
+
+    embed = torch.nn.Embedding(vocab, hidden, device="cuda")
+    blocks = torch.nn.ModuleList(Block() for _ in range(layers))
+    norm, head, loss_fn = attorch.RMSNorm(hidden), attorch.Linear(hidden, vocab, bias=False), \
+        attorch.CrossEntropyLoss()
+    model = torch.nn.ModuleList([embed, blocks, norm, head])
+    ids = torch.randint(0, vocab, (batch, seq + 1), device="cuda")
+
+    def logits():
+        x = embed(ids[:, :-1])
+        for block in blocks:
+            x = block(x)
+        return head(norm(x))
+
+    def train():
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = loss_fn(logits().view(-1, vocab), ids[:, 1:].reshape(-1))
+        loss.backward()
+        return _loss_and_grads(loss, model)
+
+    @torch.no_grad()
+    def inference():
+        with torch.autocast("cuda", dtype=torch.float16):
+            return [logits()]
+
+    return {"train": train, "inference": inference}
+
+
 WORKLOADS = {
     "llama": lambda: causal_lm(_llama, 2048),
     "gpt2": lambda: causal_lm(_gpt2, 1024, batch=4),
@@ -149,6 +227,9 @@ WORKLOADS = {
 }
 # the definitions of the registry's workloads (chronos.config.workloads), name for name
 assert tuple(WORKLOADS) == NAMES, (tuple(WORKLOADS), NAMES)
+# Defined and capturable (`chronos capture ... -- python scripts/workloads.py NAME`), not yet registered: a
+# registered workload is searched by every measuring stage, which needs its capture measured on a GPU first.
+PENDING = {"flex_decode_long": flex_decode_long, "attorch_lm": attorch_lm}
 
 
 def triton_share(fn) -> dict:
@@ -175,7 +256,7 @@ def triton_share(fn) -> dict:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("workload", choices=sorted(WORKLOADS))
+    p.add_argument("workload", choices=sorted({**WORKLOADS, **PENDING}))
     p.add_argument("--steps", type=int, default=2)
     p.add_argument("--profile", action="store_true")
     p.add_argument("--profile-out", type=Path, help="write the profile with its provenance here (implies "
@@ -183,8 +264,8 @@ def main() -> None:
     args = p.parse_args()
     args.profile = args.profile or args.profile_out is not None
     torch.manual_seed(0)
-    phases = WORKLOADS[args.workload]()
-    if tuple(phases) != workload(args.workload).phases:
+    phases = {**WORKLOADS, **PENDING}[args.workload]()
+    if args.workload in WORKLOADS and tuple(phases) != workload(args.workload).phases:
         raise SystemExit(f"workloads.py {args.workload}: phases {tuple(phases)} are not the registry's "
                          f"{workload(args.workload).phases} (chronos.config.workloads)")
     report = {}

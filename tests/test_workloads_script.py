@@ -1,0 +1,83 @@
+"""scripts/workloads.py's pending workloads (#28 item 7): defined beside the registry's, never in it, and
+the hand-written-Triton model trains through Triton's interpreter on a CPU at toy sizes (its GPU run is a
+capture on the device: scripts/device.sh pending)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from chronos.config.workloads import NAMES
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Every device="cuda" is sent to the CPU, attorch's capability query and the autotuner's timing stubbed:
+# the kernels run in Triton's interpreter, the model and its loss as the workload builds them.
+ON_A_CPU = """
+import json, importlib.util, torch
+from torch.overrides import TorchFunctionMode
+from triton.runtime import autotuner
+
+class OnCpu(TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
+        if "cuda" in str(kwargs.get("device", "")):
+            kwargs["device"] = "cpu"
+        return func(*args, **kwargs)
+
+def once(kernel_call, quantiles=None, **_):
+    kernel_call()
+    return [1.0, 1.0, 1.0] if quantiles else 1.0
+
+torch.cuda.get_device_capability = lambda *a, **k: (9, 0)
+autotuner.Autotuner.do_bench = property(lambda self: once)
+spec = importlib.util.spec_from_file_location("workloads", "scripts/workloads.py")
+w = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(w)
+torch.manual_seed(0)
+with OnCpu():
+    phases = w.attorch_lm(hidden=64, heads=4, ffn=96, layers=1, vocab=100, batch=1, seq=16)
+    train = phases["train"]()
+    logits = phases["inference"]()[0]
+print(json.dumps({"phases": list(phases), "loss": float(train[0]), "grads": len(train) - 1,
+                  "finite": all(bool(torch.isfinite(g).all()) for g in train), "logits": list(logits.shape)}))
+"""
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location("workloads_script", ROOT / "scripts/workloads.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_pending_workloads_are_defined_beside_the_registry_not_in_it():
+    module = _module()
+    assert set(module.PENDING) == {"flex_decode_long", "attorch_lm"}
+    assert not set(module.PENDING) & set(NAMES)
+
+
+def test_the_script_offers_the_pending_workloads_on_its_command_line():
+    out = subprocess.run([sys.executable, "scripts/workloads.py", "--help"], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120, check=True).stdout
+    assert "attorch_lm" in out and "flex_decode_long" in out
+
+
+def test_the_attorch_model_trains_in_tritons_interpreter():
+    pytest.importorskip("triton")
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    run = subprocess.run([sys.executable, "-c", ON_A_CPU], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=600, check=False)
+    assert run.returncode == 0, run.stderr[-3000:]
+    got = json.loads(run.stdout.strip().splitlines()[-1])
+    assert got["phases"] == ["train", "inference"]
+    # embedding, 2 norms + 4 projections per block, the final norm and the head: every parameter has a grad
+    assert got["grads"] == 9 and got["finite"]
+    assert 4.0 < got["loss"] < 5.3  # cross entropy of near-uniform logits over 100 classes: ~ln(100) = 4.6
+    assert got["logits"] == [1, 16, 100]
