@@ -177,7 +177,7 @@ def build_anchors(workloads, workload: str, names: list[str], stock_digests: dic
     for a in names:
         with compiled_with(ANCHORS[a]):
             torch.manual_seed(0)
-            phases = workloads.WORKLOADS[workload]()
+            phases = workloads.phases_of(workload)
             for _ in range(2):  # compile, autotune, settle
                 for fn in phases.values():
                     fn()
@@ -207,7 +207,7 @@ def main() -> int:
 
     torch.manual_seed(0)
     workloads = _load_workloads(args.workloads)
-    phases = workloads.WORKLOADS[args.workload]()
+    phases = workloads.phases_of(args.workload)
     for _ in range(2):  # compile, autotune, settle
         for fn in phases.values():
             fn()

@@ -81,3 +81,13 @@ def test_the_attorch_model_trains_in_tritons_interpreter():
     assert got["grads"] == 9 and got["finite"]
     assert 4.0 < got["loss"] < 5.3  # cross entropy of near-uniform logits over 100 classes: ~ln(100) = 4.6
     assert got["logits"] == [1, 16, 100]
+
+
+def test_hand_written_kernels_count_as_triton_by_their_names():
+    triton = pytest.importorskip("triton")
+
+    @triton.jit
+    def a_hand_written_kernel(x_ptr):
+        pass
+
+    assert "a_hand_written_kernel" in _module().jit_names()
