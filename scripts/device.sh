@@ -108,8 +108,9 @@ print(','.join(workload(n).name for n in (sys.argv[1].split() or NAMES)))" "${WO
         local d=data/kernels/captured/$w
         python3 -m chronos.cli capture --out "$d" --workload "$w" --compact --force --tensor-cap 1048576 \
           --total-cap 33554432 -- python3 scripts/workloads.py "$w" --steps 2 --profile-out "$d/profile.json" &&
+          cp -n models/checkpoint_best.pt "$d/tune-policy.pt" &&  # the record keeps its policy (tune_captured)
           python3 -m chronos.cli tune "$d" --backend gpu --ptxas triton --order-by "$d/profile.json" \
-            --checkpoint models/checkpoint_best.pt --budget "${TUNE_BUDGET:-60}" --db "$d/tuned.sqlite" \
+            --checkpoint "$d/tune-policy.pt" --budget "${TUNE_BUDGET:-60}" --db "$d/tuned.sqlite" \
             --store data/store/measurements.sqlite --params params.yaml || return 1
       done ;;
     anchors) python3 scripts/make_anchor_variants.py --out . ${WORKLOADS:+--workloads $WORKLOADS} ;;
