@@ -9,6 +9,10 @@ same kernels: launch counts, not new kernels): llama, gpt2 — a training step (
 and decode of 4 tokens against a KV cache (batch 4); bert — a masked-LM training step and an inference
 forward; flex — FlexAttention forward + backward with a causal and a sliding-window block mask, and its
 decode shape (8 query tokens). `--profile` prints each phase's Triton share of GPU time (torch.profiler).
+
+PENDING holds workloads defined and captured but not yet registered (#28 item 7): flex_decode_long
+(FlexAttention decode, batch 1-8, context 32768) and attorch_lm (a decoder of attorch's hand-written Triton
+kernels). `scripts/device.sh pending` captures and tunes them.
 """
 
 from __future__ import annotations

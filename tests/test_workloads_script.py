@@ -17,31 +17,18 @@ from chronos.config.workloads import NAMES
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# Every device="cuda" is sent to the CPU, attorch's capability query and the autotuner's timing stubbed:
-# the kernels run in Triton's interpreter, the model and its loss as the workload builds them.
+# experiments/attorch/cpu_interpret.py's mode: every device="cuda" sent to the CPU, attorch's capability
+# query and the autotuner's timing stubbed; the kernels run in Triton's interpreter, the model as built.
 ON_A_CPU = """
-import json, importlib.util, torch
-from torch.overrides import TorchFunctionMode
-from triton.runtime import autotuner
+import importlib.util, json, sys, torch
+sys.path.insert(0, "experiments/attorch")
+from cpu_interpret import on_cpu
 
-class OnCpu(TorchFunctionMode):
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = dict(kwargs or {})
-        if "cuda" in str(kwargs.get("device", "")):
-            kwargs["device"] = "cpu"
-        return func(*args, **kwargs)
-
-def once(kernel_call, quantiles=None, **_):
-    kernel_call()
-    return [1.0, 1.0, 1.0] if quantiles else 1.0
-
-torch.cuda.get_device_capability = lambda *a, **k: (9, 0)
-autotuner.Autotuner.do_bench = property(lambda self: once)
 spec = importlib.util.spec_from_file_location("workloads", "scripts/workloads.py")
 w = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(w)
 torch.manual_seed(0)
-with OnCpu():
+with on_cpu():
     phases = w.attorch_lm(hidden=64, heads=4, ffn=96, layers=1, vocab=100, batch=1, seq=16)
     train = phases["train"]()
     logits = phases["inference"]()[0]

@@ -35,13 +35,19 @@ def run_once(kernel_call, quantiles=None, **_):
     return [1.0, 1.0, 1.0] if quantiles else 1.0
 
 
-def main() -> None:
+def on_cpu() -> CpuMode:
+    """Stubs what needs a GPU and returns the mode that sends device='cuda' to the CPU (enter it to run).
+    Also used by tests/test_workloads_script.py for scripts/workloads.py's attorch_lm."""
     torch.cuda.get_device_capability = lambda *a, **k: (9, 0)
     torch.cuda.synchronize = lambda *a, **k: None
     torch.cuda.empty_cache = lambda *a, **k: None
     autotuner.Autotuner.do_bench = property(lambda self: run_once)
+    return CpuMode()
+
+
+def main() -> None:
     sys.argv = ["workload.py", *sys.argv[1:]]
-    with CpuMode():
+    with on_cpu():
         runpy.run_path(str(Path(__file__).with_name("workload.py")), run_name="__main__")
 
 
