@@ -12,6 +12,8 @@
 #     heldout_picks      the picks stage heldout made on a CPU, timed again side by side on this GPU
 #     blocks             each captured Inductor kernel's block-size variants and templates' row blocks
 #                        (scripts/make_block_variants.py; $WORKLOADS, default all)
+#     knob_variants      each captured kernel's compile-knob variants from its TTIR (scripts/make_knob_variants.py;
+#                        $WORKLOADS, default the registry's; a pending one's too, which search.knob_census may name)
 #     knob_census        stage knob_census measured (kernels of the selection with no part yet), into the store
 #     knob_ptx           stage knob_ptx measured: v2 PTX actions on each knob winner (alike)
 #     knob_blocks        stage knob_blocks measured: block variants beside knob_ptx's winners, into the store
@@ -113,6 +115,7 @@ print(','.join(workload(n).name for n in (sys.argv[1].split() or NAMES)))" "${WO
             --checkpoint "$d/tune-policy.pt" --budget "${TUNE_BUDGET:-60}" --db "$d/tuned.sqlite" \
             --store data/store/measurements.sqlite --params params.yaml || return 1
       done ;;
+    knob_variants) python3 scripts/make_knob_variants.py --out . ${WORKLOADS:+--workloads $WORKLOADS} ;;
     anchors) python3 scripts/make_anchor_variants.py --out . ${WORKLOADS:+--workloads $WORKLOADS} ;;
     knob_anchors)
       python3 -m chronos.stages.knob_anchors --params params.yaml --backend gpu --parts data/knob_anchors \

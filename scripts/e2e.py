@@ -81,7 +81,8 @@ def worker(workload: str, role: str, db: str | None, workloads_py: Path) -> None
     if os.environ.get("CHRONOS_E2E_DETERMINISTIC") == "1":  # --deterministic: no atomics where torch can
         torch.use_deterministic_algorithms(True, warn_only=True)
     torch.manual_seed(0)
-    phases = _load_workloads(workloads_py).WORKLOADS[workload]()
+    module = _load_workloads(workloads_py)
+    phases = {**module.WORKLOADS, **getattr(module, "PENDING", {})}[workload]()  # registered or pending
 
     def reply(obj) -> None:
         proto.write(json.dumps(obj) + "\n")

@@ -25,6 +25,7 @@ from pathlib import Path
 import torch
 
 from chronos.config.workloads import NAMES, workload
+from chronos.config.workloads import PENDING as PENDING_REGISTRY
 
 
 def _transformers_model(config: str, model: str, **sizes):
@@ -235,6 +236,7 @@ assert tuple(WORKLOADS) == NAMES, (tuple(WORKLOADS), NAMES)
 # Defined and capturable (`chronos capture ... -- python scripts/workloads.py NAME`), not yet registered: a
 # registered workload is searched by every measuring stage, which needs its capture measured on a GPU first.
 PENDING = {"flex_decode_long": flex_decode_long, "attorch_lm": attorch_lm}
+assert tuple(PENDING) == tuple(w.name for w in PENDING_REGISTRY), (tuple(PENDING), PENDING_REGISTRY)
 
 
 def phases_of(name: str) -> dict:
@@ -287,7 +289,7 @@ def main() -> None:
     args.profile = args.profile or args.profile_out is not None
     torch.manual_seed(0)
     phases = phases_of(args.workload)
-    if args.workload in WORKLOADS and tuple(phases) != workload(args.workload).phases:
+    if tuple(phases) != workload(args.workload).phases:
         raise SystemExit(f"workloads.py {args.workload}: phases {tuple(phases)} are not the registry's "
                          f"{workload(args.workload).phases} (chronos.config.workloads)")
     report = {}

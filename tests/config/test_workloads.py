@@ -57,3 +57,17 @@ def test_the_capture_workflow_targets_the_registry_and_refuses_other_names():
     bad = subprocess.run([*base, "--config", "workloads=[lama]"], cwd=ROOT, capture_output=True, text=True,
                          timeout=300, check=False)
     assert bad.returncode != 0 and "unknown workload 'lama'" in bad.stdout + bad.stderr
+
+
+def test_pending_workloads_may_be_named_by_the_knob_stages_only():
+    from chronos.config.search import KnobCensusConfig
+    from chronos.config.workloads import PENDING, PENDING_FAMILIES
+
+    assert PENDING_FAMILIES == ("captured/flex_decode_long", "captured/attorch_lm")
+    assert not set(PENDING_FAMILIES) & set(FAMILIES)
+    assert KnobCensusConfig(families=("captured/flex", *PENDING_FAMILIES)).families[1:] == PENDING_FAMILIES
+    with pytest.raises(ConfigError, match=r"census.families: 'captured/attorch_lm' is not a registered"):
+        CensusConfig(families=("captured/attorch_lm",))
+    with pytest.raises(ConfigError, match=r"'captured/atorch_lm' is not a registered or pending .*pending:"):
+        KnobCensusConfig(families=("captured/atorch_lm",))
+    assert workload("attorch_lm") is PENDING[1] and workload("flex_decode_long").phases == ("decode",)
