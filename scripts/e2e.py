@@ -66,6 +66,11 @@ def _load_workloads(path: Path):
     return module
 
 
+def build_phases(module, workload: str) -> dict:
+    """The workload's phases, built from the workloads module's WORKLOADS (registered) or PENDING dict."""
+    return {**module.WORKLOADS, **getattr(module, "PENDING", {})}[workload]()
+
+
 def worker(workload: str, role: str, db: str | None, workloads_py: Path) -> None:
     if role not in HOOKED and not role.startswith("stock_"):
         raise SystemExit(f"e2e worker: unknown role {role!r}")
@@ -81,8 +86,7 @@ def worker(workload: str, role: str, db: str | None, workloads_py: Path) -> None
     if os.environ.get("CHRONOS_E2E_DETERMINISTIC") == "1":  # --deterministic: no atomics where torch can
         torch.use_deterministic_algorithms(True, warn_only=True)
     torch.manual_seed(0)
-    module = _load_workloads(workloads_py)
-    phases = {**module.WORKLOADS, **getattr(module, "PENDING", {})}[workload]()  # registered or pending
+    phases = build_phases(_load_workloads(workloads_py), workload)
 
     def reply(obj) -> None:
         proto.write(json.dumps(obj) + "\n")

@@ -35,7 +35,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "src"))
 sys.path.insert(0, str(HERE))
 
-from e2e import _digest, _load_workloads, steps_per_phase, summarize
+from e2e import _digest, _load_workloads, build_phases, steps_per_phase, summarize
 
 SETS = ("stock", "stock_copy", "tuned")
 ANCHORS = {"max_autotune": {"max_autotune": True},
@@ -177,7 +177,7 @@ def build_anchors(workloads, workload: str, names: list[str], stock_digests: dic
     for a in names:
         with compiled_with(ANCHORS[a]):
             torch.manual_seed(0)
-            phases = workloads.phases_of(workload)
+            phases = build_phases(workloads, workload)
             for _ in range(2):  # compile, autotune, settle
                 for fn in phases.values():
                     fn()
@@ -207,7 +207,7 @@ def main() -> int:
 
     torch.manual_seed(0)
     workloads = _load_workloads(args.workloads)
-    phases = workloads.phases_of(args.workload)
+    phases = build_phases(workloads, args.workload)
     for _ in range(2):  # compile, autotune, settle
         for fn in phases.values():
             fn()

@@ -238,10 +238,7 @@ assert tuple(WORKLOADS) == NAMES, (tuple(WORKLOADS), NAMES)
 PENDING = {"flex_decode_long": flex_decode_long, "attorch_lm": attorch_lm}
 assert tuple(PENDING) == tuple(w.name for w in PENDING_REGISTRY), (tuple(PENDING), PENDING_REGISTRY)
 
-
-def phases_of(name: str) -> dict:
-    """A workload's phases, built (registered or pending)."""
-    return {**WORKLOADS, **PENDING}[name]()
+BUILDS = {**WORKLOADS, **PENDING}  # every workload this script builds, by name
 
 
 def jit_names() -> set[str]:
@@ -280,7 +277,7 @@ def triton_share(fn) -> dict:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("workload", choices=sorted({**WORKLOADS, **PENDING}))
+    p.add_argument("workload", choices=sorted(BUILDS))
     p.add_argument("--steps", type=int, default=2)
     p.add_argument("--profile", action="store_true")
     p.add_argument("--profile-out", type=Path, help="write the profile with its provenance here (implies "
@@ -288,7 +285,7 @@ def main() -> None:
     args = p.parse_args()
     args.profile = args.profile or args.profile_out is not None
     torch.manual_seed(0)
-    phases = phases_of(args.workload)
+    phases = BUILDS[args.workload]()
     if tuple(phases) != workload(args.workload).phases:
         raise SystemExit(f"workloads.py {args.workload}: phases {tuple(phases)} are not the registry's "
                          f"{workload(args.workload).phases} (chronos.config.workloads)")

@@ -4,7 +4,6 @@ capture on the device: scripts/device.sh pending)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -14,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from chronos.config.workloads import NAMES, workload
+from tests.benchmark_module import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -37,15 +37,8 @@ print(json.dumps({"phases": list(phases), "loss": float(train[0]), "grads": len(
 """
 
 
-def _module():
-    spec = importlib.util.spec_from_file_location("workloads_script", ROOT / "scripts/workloads.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_pending_workloads_are_defined_beside_the_registry_not_in_it():
-    module = _module()
+    module = load_script("scripts/workloads.py")
     assert set(module.PENDING) == {"flex_decode_long", "attorch_lm"}
     assert not set(module.PENDING) & set(NAMES)
 
@@ -77,4 +70,4 @@ def test_hand_written_kernels_count_as_triton_by_their_names():
     def a_hand_written_kernel(x_ptr):
         pass
 
-    assert "a_hand_written_kernel" in _module().jit_names()
+    assert "a_hand_written_kernel" in load_script("scripts/workloads.py").jit_names()
