@@ -47,6 +47,17 @@ def test_folder_digest_follows_names_and_contents(tmp_path):
     assert folder_sha256(tmp_path, ("*.ptx",)) == first
 
 
+def test_a_folder_snakemake_marked_as_an_output_keeps_its_digest(tmp_path):
+    """The README's main job leaves data/kernels/gemm_tile/.snakemake_timestamp: grpo's record must still
+    match its inputs after it (it did not: the tests run after the main job, in the same clone, failed)."""
+    (tmp_path / "a.ptx").write_text("x")
+    first = folder_sha256(tmp_path)
+    (tmp_path / ".snakemake_timestamp").write_text("")
+    assert folder_sha256(tmp_path) == first
+    (tmp_path / "b.ptx").write_text("")  # an empty file of content still counts
+    assert folder_sha256(tmp_path) != first
+
+
 def test_the_bc_stage_replays_its_record_and_trains_on_changed_params(tmp_path, capsys):
     from chronos.stages import bc as bc_stage
     from tests.rl.test_bc import synthetic_demos

@@ -31,10 +31,17 @@ def file_sha256(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
+NOT_CONTENT = (".snakemake_timestamp",)
+"""Files a tool leaves in an input folder that are not its content (Snakemake marks a directory output with
+an empty `.snakemake_timestamp`; .dvcignore and .gitignore leave it out too): a folder's key ignores them."""
+
+
 def folder_sha256(path: Path, patterns: tuple[str, ...] = ("**/*",)) -> str:
-    """sha256 over the relative names and contents of the files under `path` matching `patterns` (sorted)."""
+    """sha256 over the relative names and contents of the files under `path` matching `patterns` (sorted),
+    NOT_CONTENT left out."""
     h = hashlib.sha256()
-    for p in sorted({q for pattern in patterns for q in Path(path).glob(pattern) if q.is_file()}):
+    for p in sorted({q for pattern in patterns for q in Path(path).glob(pattern)
+                     if q.is_file() and q.name not in NOT_CONTENT}):
         h.update(f"{p.relative_to(path)}\0{file_sha256(p)}\n".encode())
     return h.hexdigest()
 
