@@ -1,136 +1,116 @@
-"""Build the Inductor anchors of the captured kernels (#28 item 5), on the GPU image (torch 2.11, Triton 3.6):
-per kernel, the config that Inductor's own tuners choose for the same source, compiled as a variant that a
-side-by-side comparison can time beside stock and Chronos's winners.
+"""Build the per-kernel Inductor anchors of the captured kernels (#28 item 5), on the GPU image (torch 2.11,
+Triton 3.6): per kernel, the config Inductor's own max-autotune and coordinate-descent tuners choose for it,
+compiled as a variant that stage knob_anchors times beside stock and Chronos's winner.
 
-    PYTHONUNBUFFERED=1 python3 scripts/make_anchor_variants.py --out . [--workloads llama] [--modes coordesc]
+    PYTHONUNBUFFERED=1 python3 scripts/make_anchor_variants.py --out . [--workloads flex] [--modes coordesc]
 
-Per workload and mode it runs the workload once under `chronos capture` with that tuner on
-(max_autotune: TORCHINDUCTOR_MAX_AUTOTUNE=1; coordesc: that and TORCHINDUCTOR_COORDINATE_DESCENT_TUNING=1),
-one run at a time (autotuning times candidates on the GPU: a run beside it would bias its choices). The
-capture records, per launch, the config that ran and the kernel's source (chronos.triton.capture_source).
-For every committed kernel with knob variants, the anchor run's module of the same function must remake
-the committed stock PTX with the stock config (chronos.triton.inductor_source: the same source); then
-the anchor's config is compiled, its grid evaluated for each committed launch. Kernels the anchor run
-does not launch (max-autotune replaces cuBLAS calls by its own GEMM templates, which have no stock
-counterpart here) are left out, with why. Writes data/kernels/captured/<w>/anchors.json and
-.../anchors/<stem>/<mode>.ptx.gz.
+Each workload runs once with fresh caches (as scripts/make_block_variants.py, whose search for each kernel's
+stock module it shares: the module and config that remake the committed stock PTX by identity). For every
+kernel the knob stages select (search.knob_census in --params; --all-kernels: every one with knob variants),
+the stock module is set up as the tuner's run would have generated it and its autotuner launched once on the
+kernel's inputs (chronos.triton.anchor_tuning: Inductor benchmarks and walks its configs itself, one kernel at
+a time on the GPU); the config it keeps is compiled from the stock module, its grid evaluated for each
+committed launch. A whole-workload run under the tuner is not used: there other fusions and names leave
+nothing to pair with the stock kernels (reports/h200_runs/2026-12-05-h100, call 3). Templates are left out,
+with why. Writes data/kernels/captured/<w>/anchors.json and .../anchors/<stem>/<mode>.ptx.gz.
 """
 
 from __future__ import annotations
 
-import argparse
-import datetime
 import json
 import os
-import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from make_block_variants import recorded_config
-from make_knob_variants import gz, inductor_ptxas
+from make_block_variants import inductor_sources, workload_jobs
+from make_knob_variants import cache_by_identity, gz, rerun
 
-from chronos.config.workloads import NAMES
-from chronos.kernels.spec import read_ptx_file
-from chronos.triton.inductor_source import build_kernel, error_text
-from chronos.triton.tuned_db import ptx_identity_sha256
+from chronos.config.params import load
+from chronos.kernels.spec import load_specs
+from chronos.search.headroom import selected
+from chronos.triton.anchor_tuning import MODES, is_template, torch_args, tune
+from chronos.triton.inductor_source import build_kernel, error_text, find_stock
 
-MODES = {"max_autotune": {"TORCHINDUCTOR_MAX_AUTOTUNE": "1"},
-         "coordesc": {"TORCHINDUCTOR_MAX_AUTOTUNE": "1", "TORCHINDUCTOR_COORDINATE_DESCENT_TUNING": "1"}}
-
-
-def capture_run(w: str, mode: str, scratch: Path) -> tuple[int, Path]:
-    out = scratch / f"{w}-{mode}"
-    env = {**os.environ, **MODES[mode], "PYTHONUNBUFFERED": "1"}
-    cmd = [sys.executable, "-m", "chronos.cli", "capture", "--out", str(out), "--force", "--allow-partial",
-           "--", sys.executable, str(ROOT / "scripts/workloads.py"), w, "--steps", "1"]
-    with open(scratch / f"capture-{w}-{mode}.log", "w") as log:
-        rc = subprocess.run(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, check=False)
-    return rc.returncode, out
+TEMPLATE = ("a template: its config is chosen by select_algorithm when the graph compiles, not by the "
+            "launch-time autotuner (the step-level anchors cover it: scripts/e2e_one_process.py --anchors)")
 
 
-def anchor_configs(capture: Path) -> dict[str, dict]:
-    """function -> {"module": path, "configs": distinct configs it ran with} from a capture's records."""
-    out: dict[str, dict] = {}
-    for path in sorted((capture / "launches").glob("*.json")):
-        rec = json.loads(path.read_text())
-        if rec.get("source") != "inductor" or not rec.get("module"):
-            continue
-        f = out.setdefault(rec["function"], {"modules": set(), "configs": []})
-        f["modules"].add(str(capture / rec["module"]))
-        cfg = {"kwargs": rec.get("constexprs", {}), "num_warps": rec["num_warps"],
-               "num_stages": rec["num_stages"]}
-        if cfg not in f["configs"]:
-            f["configs"].append(cfg)
+def arguments(p) -> None:
+    p.add_argument("--modes", nargs="*", default=list(MODES), choices=list(MODES))
+    p.add_argument("--params", type=Path, default=ROOT / "params.yaml")
+    p.add_argument("--all-kernels", action="store_true", help="not only the knob stages' selection")
+
+
+def kernel_anchors(job: tuple, spec, modes: list[str]) -> dict:
+    """One kernel: per mode the tuner's config compiled from the stock module (or why not)."""
+    paths, name, ident, launches, recorded = job
+    if is_template(name):
+        return {m: {"error": TEMPLATE} for m in modes}
+    found, errors = find_stock(paths, name, ident, recorded)
+    if found is None:
+        return {m: {"error": "no config of its Inductor source remade the stock PTX", "tried": errors[:4]}
+                for m in modes}
+    module = Path(found[3])
+    out, configs = {}, {}
+    for mode in modes:
+        t0 = time.perf_counter()
+        try:
+            configs[f"anchor:{mode}"] = {**tune(module, name, mode, torch_args(spec)),
+                                         "tune_s": round(time.perf_counter() - t0, 2)}
+        except Exception as e:  # noqa: BLE001 - one tuner's failure is said, the other goes on
+            out[mode] = {"error": f"tuning: {error_text(e)}"}
+    if configs:
+        got = build_kernel([str(module)], name, ident, launches, recorded, configs=configs)
+        for v in got.get("variants", []):
+            out[v["label"].split(":", 1)[1]] = v
+        for label in configs:
+            out.setdefault(label.split(":", 1)[1], {"error": got.get("error", "not compiled")})
     return out
 
 
-def kernel_anchors(folder: Path, stock_file: str, entry: dict, specs: list[dict], name: str,
-                   runs: dict[str, dict]) -> dict:
-    """One committed kernel: each mode's config compiled (or why not)."""
-    ident = ptx_identity_sha256(read_ptx_file(folder / stock_file))
-    launches = {s["kernel"]: (s["args"], s["grid"]) for s in specs if s["ptx"] == stock_file}
-    recorded = recorded_config(specs, stock_file, entry)
-    out = {}
-    for mode, found in runs.items():
-        f = found.get(name)
-        if f is None:
-            out[mode] = {"error": f"the {mode} run launched no kernel of this name"}
-            continue
-        if len(f["configs"]) != 1:
-            out[mode] = {"error": f"the {mode} run launched it with {len(f['configs'])} configs"}
-            continue
-        got = build_kernel(sorted(f["modules"]), name, ident, launches, recorded,
-                           configs={f"anchor:{mode}": f["configs"][0]})
-        out[mode] = got["variants"][0] if "variants" in got else {"error": got["error"]}
-    return out
+def wanted(args, w: str) -> set[str] | None:
+    """The stock PTX files of the kernels the knob stages select in workload `w` (None: every kernel)."""
+    if args.all_kernels:
+        return None
+    k = load(args.params).search.knob_census
+    return {spec.ptx for _, spec in selected(ROOT / "data/kernels", f"captured/{w}", k.per_family, k.select)}
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--workloads", nargs="*", default=list(NAMES))
-    p.add_argument("--modes", nargs="*", default=list(MODES), choices=list(MODES))
-    p.add_argument("--scratch", type=Path, default=Path("/tmp/chronos-anchors"))
-    args = p.parse_args()
-    args.scratch.mkdir(parents=True, exist_ok=True)
-    if ptxas := inductor_ptxas():  # the ptxas the stock PTX was made under (scripts/make_knob_variants.py)
-        os.environ.setdefault("TRITON_PTXAS_PATH", ptxas)
-    import torch
-    import triton
-
+    args, prov = rerun(__doc__, "/tmp/chronos-anchors", arguments)
+    if prov["ptxas"]:
+        os.environ.setdefault("TRITON_PTXAS_PATH", prov["ptxas"])
     for w in args.workloads:
         folder = ROOT / "data/kernels/captured" / w
-        knobs = json.loads((folder / "knobs.json").read_text())["kernels"]
-        specs = json.loads((folder / "specs.json").read_text())
-        names = {i["stock_ptx"]: i["name"] for i in json.loads((folder / "triton.json").read_text()).values()}
-        runs, codes = {}, {}
-        for mode in args.modes:
-            codes[mode], cap = capture_run(w, mode, args.scratch)
-            runs[mode] = anchor_configs(cap)
-            print(f"{w} {mode}: exit {codes[mode]}, {len(runs[mode])} Inductor kernels recorded", flush=True)
-        entries = {}
-        for stock_file, entry in sorted(knobs.items()):
-            if not entry.get("remade_stock"):
+        entries, jobs = workload_jobs(w, cache_by_identity(args.scratch / f"triton-{w}"),
+                                      inductor_sources(args.scratch / f"inductor-{w}"))
+        first = {}
+        for s in load_specs(folder / "specs.json"):
+            first.setdefault(s.ptx, s)  # the first launch in capture order: the one Inductor tunes on
+        keep = wanted(args, w)
+        entries = {f: e for f, e in entries.items() if keep is None or f in keep}
+        for _, stock_file, job in jobs:
+            if stock_file not in entries:
                 continue
             try:
-                modes = kernel_anchors(folder, stock_file, entry, specs, names[stock_file], runs)
+                modes = kernel_anchors(job, first[stock_file], args.modes)
             except Exception as e:  # noqa: BLE001 - one kernel's failure is said, the rest go on
                 modes = {m: {"error": error_text(e)} for m in args.modes}
             for mode, v in modes.items():
                 if "ptx_text" in v:
-                    v["ptx"] = f"anchors/{entry['stem']}/{mode}.ptx.gz"
+                    v["ptx"] = f"anchors/{entries[stock_file]['stem']}/{mode}.ptx.gz"
                     gz(args.out / "data/kernels/captured" / w / v["ptx"], v.pop("ptx_text"))
-            entries[stock_file] = modes
-        prov = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-                "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
-                "torch": torch.__version__, "triton": triton.__version__, "capture_exit": codes,
-                "modes": {m: MODES[m] for m in args.modes}, "command": " ".join(sys.argv)}
+            entries[stock_file].update(modes)
+            print(f"{w} {job[1]}: " + ", ".join(f"{m} {v.get('kwargs', v.get('error', '?'))}"
+                                                for m, v in modes.items()), flush=True)
         dest = args.out / "data/kernels/captured" / w / "anchors.json"
         dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_text(json.dumps({"provenance": prov, "kernels": entries}, indent=1, sort_keys=True) + "\n")
+        dest.write_text(json.dumps({"provenance": {**prov, "modes": args.modes, "method": "tuned_module"},
+                                    "kernels": entries}, indent=1, sort_keys=True) + "\n")
         made = {m: sum(1 for e in entries.values() if "ptx" in e.get(m, {})) for m in args.modes}
         same = {m: sum(1 for e in entries.values() if e.get(m, {}).get("same_as_stock")) for m in args.modes}
         print(f"{w}: {len(entries)} kernels; anchor variants {made}, same config as stock {same}", flush=True)

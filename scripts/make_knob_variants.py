@@ -119,14 +119,17 @@ def workload_jobs(w: str, found: dict) -> tuple[dict, list]:
     return entries, jobs
 
 
-def rerun(doc: str, scratch: str) -> tuple[argparse.Namespace, dict]:
-    """The builders' common start: their arguments, every workload run once with fresh caches, the
-    provenance (date, GPU, torch, Triton, exit codes, command, the ptxas Inductor uses)."""
+def rerun(doc: str, scratch: str, extra=None) -> tuple[argparse.Namespace, dict]:
+    """The builders' common start: their arguments (`extra(parser)` adds a builder's own), every workload
+    run once with fresh caches, the provenance (date, GPU, torch, Triton, exit codes, command, the ptxas
+    Inductor uses)."""
     p = argparse.ArgumentParser(description=doc.splitlines()[0])
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--workloads", nargs="*", default=list(NAMES))
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 4)
     p.add_argument("--scratch", type=Path, default=Path(scratch))
+    if extra is not None:
+        extra(p)
     args = p.parse_args()
     logs = args.scratch / "logs"
     logs.mkdir(parents=True, exist_ok=True)

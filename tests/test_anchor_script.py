@@ -1,12 +1,10 @@
-"""scripts/make_anchor_variants.py's logic on this CPU (#28 item 5): an anchor run's records give each
-function's config; a committed kernel gets the anchor's config compiled, with its grid, only where the
-anchor run's module remakes the committed stock PTX; a config equal to stock, or several configs, are said."""
+"""scripts/make_anchor_variants.py's logic on this CPU (#28 item 5): per kernel, the config Inductor's tuner
+kept (here a stand-in for the GPU run) is compiled from the stock module with its grid; a config equal to
+stock is said as such, a tuner that fails is said for its mode alone, and a template is left out with why."""
 
 from __future__ import annotations
 
 import importlib.util
-import json
-import shutil
 import sys
 from pathlib import Path
 
@@ -16,65 +14,59 @@ pytest.importorskip("triton")
 pytest.importorskip("torch._inductor.runtime.triton_heuristics")
 
 from chronos.triton.inductor_source import compile_config, load_tuner, with_config
+from chronos.triton.tuned_db import ptx_identity_sha256
 
 ROOT = Path(__file__).resolve().parents[1]
 MODULE = ROOT / "tests" / "triton" / "inductor_modules" / "pointwise_mul.py"
 NAME = "triton_poi_fused_mul_0"
+ARGS = [{"kind": "buffer"}, {"kind": "buffer"}, {"kind": "scalar", "value": 65536}]
+STOCK = {"kwargs": {"XBLOCK": 512}, "num_warps": 4, "num_stages": 1}
 
 
-def _script():
+def _script(tuned: dict):
+    """The script, its GPU steps replaced: `tune` answers `tuned[mode]` (an exception is raised)."""
     sys.path.insert(0, str(ROOT / "scripts"))
-    path = ROOT / "scripts" / "make_anchor_variants.py"
-    spec = importlib.util.spec_from_file_location("make_anchor_variants", path)
+    spec = importlib.util.spec_from_file_location("make_anchor_variants", ROOT / "scripts/make_anchor_variants.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+
+    def tune(module, name, mode, args):
+        assert Path(module) == MODULE and name == NAME and args == ["inputs"]
+        if isinstance(tuned[mode], Exception):
+            raise tuned[mode]
+        return dict(tuned[mode])
+
+    mod.tune, mod.torch_args = tune, lambda spec: ["inputs"]
     return mod
 
 
-def _capture(tmp_path: Path, configs: list[dict]) -> Path:
-    """An anchor run's capture: the module under sources/, one launch record per config."""
-    cap = tmp_path / "cap"
-    (cap / "sources").mkdir(parents=True)
-    (cap / "launches").mkdir()
-    shutil.copy(MODULE, cap / "sources" / "m.py")
-    for i, c in enumerate(configs):
-        rec = {"source": "inductor", "function": NAME, "module": "sources/m.py", "constexprs": c["kwargs"],
-               "num_warps": c["num_warps"], "num_stages": c["num_stages"]}
-        (cap / "launches" / f"{i}.json").write_text(json.dumps(rec))
-    return cap
-
-
-def _committed(tmp_path: Path, stock: dict) -> tuple[Path, list[dict], dict]:
-    """A captured workload's folder holding this kernel's stock PTX, its spec and its knobs.json entry."""
+def _job(name: str = NAME) -> tuple:
     tuner = load_tuner(MODULE, NAME)
-    ptx = compile_config(tuner, with_config(tuner.configs[0], **stock))[0]
-    folder = tmp_path / "w"
-    (folder / "ptx").mkdir(parents=True)
-    (folder / "ptx" / "k.ptx").write_text(ptx)
-    spec = {"kernel": "k_1", "ptx": "ptx/k.ptx", "grid": [65536 // stock["kwargs"]["XBLOCK"], 1, 1],
-            "args": [{"kind": "buffer"}, {"kind": "buffer"}, {"kind": "scalar", "value": 65536}],
-            "notes": f"captured from w (inductor: {NAME}); constexprs {json.dumps(stock['kwargs'])}"}
-    entry = {"stem": "k", "stock": {"num_warps": stock["num_warps"], "num_stages": stock["num_stages"]}}
-    return folder, [spec], entry
+    ident = ptx_identity_sha256(compile_config(tuner, with_config(tuner.configs[0], **STOCK))[0])
+    launches = {"k_1": (ARGS, [65536 // STOCK["kwargs"]["XBLOCK"], 1, 1])}
+    return [str(MODULE)], name, ident, launches, STOCK
 
 
-def test_an_anchor_config_is_compiled_for_the_committed_kernel_with_its_grid(tmp_path):
-    mod = _script()
-    stock = {"kwargs": {"XBLOCK": 512}, "num_warps": 4, "num_stages": 1}
-    tuned = {"kwargs": {"XBLOCK": 1024}, "num_warps": 8, "num_stages": 1}
-    folder, specs, entry = _committed(tmp_path, stock)
-    runs = {"coordesc": mod.anchor_configs(_capture(tmp_path / "a", [tuned, tuned])),
-            "max_autotune": mod.anchor_configs(_capture(tmp_path / "b", [stock]))}
-    got = mod.kernel_anchors(folder, "ptx/k.ptx", entry, specs, NAME, runs)
+def test_the_tuner_s_config_is_compiled_from_the_stock_module_on_its_own_grid():
+    tuned = {"kwargs": {"XBLOCK": 1024}, "num_warps": 8, "num_stages": 1, "configs": 2}
+    mod = _script({"coordesc": tuned, "max_autotune": STOCK})
+    got = mod.kernel_anchors(_job(), None, ["max_autotune", "coordesc"])
     assert got["coordesc"]["grids"] == {"k_1": [64, 1, 1]} and ".reqntid 256" in got["coordesc"]["ptx_text"]
+    assert got["coordesc"]["kwargs"] == {"XBLOCK": 1024} and got["coordesc"]["configs"] == 2
+    assert got["max_autotune"]["same_as_stock"] and "ptx_text" not in got["max_autotune"]
+
+
+def test_a_tuner_that_fails_is_said_for_its_mode_and_the_other_goes_on():
+    mod = _script({"coordesc": RuntimeError("illegal memory access"), "max_autotune": STOCK})
+    got = mod.kernel_anchors(_job(), None, ["max_autotune", "coordesc"])
+    assert got["coordesc"]["error"].startswith("tuning: RuntimeError: illegal memory access")
     assert got["max_autotune"]["same_as_stock"]
 
 
-def test_an_anchor_run_that_ran_a_kernel_with_several_configs_or_not_at_all_is_said(tmp_path):
-    mod = _script()
-    stock = {"kwargs": {"XBLOCK": 512}, "num_warps": 4, "num_stages": 1}
-    folder, specs, entry = _committed(tmp_path, stock)
-    two = [{"kwargs": {"XBLOCK": 256}, "num_warps": 4, "num_stages": 1}, stock]
-    runs = {"coordesc": mod.anchor_configs(_capture(tmp_path / "a", two)), "max_autotune": {}}
-    got = mod.kernel_anchors(folder, "ptx/k.ptx", entry, specs, NAME, runs)
-    assert "2 configs" in got["coordesc"]["error"] and "launched no kernel" in got["max_autotune"]["error"]
+def test_a_template_or_a_kernel_whose_stock_ptx_is_not_remade_gets_no_anchor():
+    mod = _script({})
+    got = mod.kernel_anchors(_job("triton_tem_fused_mm_0"), None, ["coordesc"])
+    assert "select_algorithm" in got["coordesc"]["error"]
+    paths, name, _, launches, recorded = _job()
+    got = mod.kernel_anchors((paths, name, "0" * 64, launches, recorded), None, ["coordesc"])
+    assert got["coordesc"]["error"].startswith("no config of its Inductor source remade the stock PTX")
