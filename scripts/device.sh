@@ -19,7 +19,8 @@
 #     knob_blocks        stage knob_blocks measured: block variants beside knob_ptx's winners, into the store
 #     pending            scripts/workloads.py's PENDING workloads ($WORKLOADS, default both): capture, profile,
 #                        tune (TUNE_BUDGET, default 60 s each) -> data/kernels/captured/<w>
-#     anchors            Inductor's max-autotune/coordesc configs per kernel (make_anchor_variants; $WORKLOADS)
+#     anchors            Inductor's max-autotune/coordesc configs per kernel (make_anchor_variants; $WORKLOADS;
+#                        ANCHOR_LIMIT: kernels tuned per workload, most GPU time first)
 #     knob_anchors       stage knob_anchors measured: the anchors beside stock and Chronos v3, into the store
 #     e2e_v3             per workload of $WORKLOADS (default flex): Chronos v3's DB from the knob_ptx and
 #                        knob_blocks parts, then scripts/e2e_one_process.py with it (ROUNDS, default 30;
@@ -116,7 +117,8 @@ print(','.join(workload(n).name for n in (sys.argv[1].split() or NAMES)))" "${WO
             --store data/store/measurements.sqlite --params params.yaml || return 1
       done ;;
     knob_variants) python3 scripts/make_knob_variants.py --out . ${WORKLOADS:+--workloads $WORKLOADS} ;;
-    anchors) python3 scripts/make_anchor_variants.py --out . ${WORKLOADS:+--workloads $WORKLOADS} ;;
+    anchors) python3 scripts/make_anchor_variants.py --out . ${WORKLOADS:+--workloads $WORKLOADS} \
+      ${ANCHOR_LIMIT:+--limit $ANCHOR_LIMIT} ;;
     knob_anchors)
       python3 -m chronos.stages.knob_anchors --params params.yaml --backend gpu --parts data/knob_anchors \
         --store data/store/measurements.sqlite --out reports/knob_anchors.json ${KNOB_BUDGET:+--budget $KNOB_BUDGET} ;;

@@ -30,6 +30,7 @@ from make_block_variants import inductor_sources, workload_jobs
 from make_knob_variants import cache_by_identity, gz, rerun
 
 from chronos.config.params import load
+from chronos.kernels.profile import measured_gpu_ms
 from chronos.kernels.spec import load_specs
 from chronos.search.headroom import selected
 from chronos.triton.anchor_tuning import MODES, is_template, torch_args, tune
@@ -43,6 +44,7 @@ def arguments(p) -> None:
     p.add_argument("--modes", nargs="*", default=list(MODES), choices=list(MODES))
     p.add_argument("--params", type=Path, default=ROOT / "params.yaml")
     p.add_argument("--all-kernels", action="store_true", help="not only the knob stages' selection")
+    p.add_argument("--limit", type=int, help="per workload at most this many kernels tuned (selection order)")
 
 
 def kernel_anchors(job: tuple, spec, modes: list[str]) -> dict:
@@ -72,45 +74,59 @@ def kernel_anchors(job: tuple, spec, modes: list[str]) -> dict:
     return out
 
 
-def wanted(args, w: str) -> set[str] | None:
-    """The stock PTX files of the kernels the knob stages select in workload `w` (None: every kernel)."""
-    if args.all_kernels:
-        return None
-    k = load(args.params).search.knob_census
-    return {spec.ptx for _, spec in selected(ROOT / "data/kernels", f"captured/{w}", k.per_family, k.select)}
+def wanted(args, w: str, names: dict[str, str]) -> list[str]:
+    """The stock PTX files of workload `w` to anchor, most GPU time first (chronos.kernels.profile): the
+    kernels the knob stages select (--all-kernels: every one with a stock module), at most --limit of them
+    tuned (templates, left out with why, do not count)."""
+    folder = ROOT / "data/kernels" / f"captured/{w}"
+    weight: dict[str, float] = {}
+    ms = measured_gpu_ms(folder)
+    for s in load_specs(folder / "specs.json"):
+        weight[s.ptx] = weight.get(s.ptx, 0.0) + ms.get(s.kernel, 0.0)
+    order = sorted(names, key=lambda f: -weight.get(f, 0.0))  # most GPU time first
+    if not args.all_kernels:
+        k = load(args.params).search.knob_census
+        chosen = {s.ptx for _, s in selected(ROOT / "data/kernels", f"captured/{w}", k.per_family, k.select)}
+        order = [f for f in order if f in chosen]
+    tuned = [f for f in order if not is_template(names[f])]
+    cut = set(tuned[args.limit:]) if args.limit is not None else set()
+    return [f for f in order if f not in cut]
+
+
+def write_manifest(dest: Path, prov: dict, entries: dict) -> None:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text(json.dumps({"provenance": prov, "kernels": entries}, indent=1, sort_keys=True) + "\n")
 
 
 def main() -> int:
     args, prov = rerun(__doc__, "/tmp/chronos-anchors", arguments)
     if prov["ptxas"]:
         os.environ.setdefault("TRITON_PTXAS_PATH", prov["ptxas"])
+    prov = {**prov, "modes": args.modes, "method": "the stock module tuned by Inductor (anchor_tuning)"}
     for w in args.workloads:
-        folder = ROOT / "data/kernels/captured" / w
-        entries, jobs = workload_jobs(w, cache_by_identity(args.scratch / f"triton-{w}"),
-                                      inductor_sources(args.scratch / f"inductor-{w}"))
+        folder, out = ROOT / "data/kernels/captured" / w, args.out / "data/kernels/captured" / w
+        found, jobs = workload_jobs(w, cache_by_identity(args.scratch / f"triton-{w}"),
+                                    inductor_sources(args.scratch / f"inductor-{w}"))
         first = {}
         for s in load_specs(folder / "specs.json"):
             first.setdefault(s.ptx, s)  # the first launch in capture order: the one Inductor tunes on
-        keep = wanted(args, w)
-        entries = {f: e for f, e in entries.items() if keep is None or f in keep}
-        for _, stock_file, job in jobs:
-            if stock_file not in entries:
-                continue
+        job_of = {stock_file: job for _, stock_file, job in jobs}
+        entries = {}
+        for stock_file in wanted(args, w, {f: j[1] for f, j in job_of.items()}):
+            job = job_of[stock_file]
             try:
                 modes = kernel_anchors(job, first[stock_file], args.modes)
             except Exception as e:  # noqa: BLE001 - one kernel's failure is said, the rest go on
                 modes = {m: {"error": error_text(e)} for m in args.modes}
             for mode, v in modes.items():
                 if "ptx_text" in v:
-                    v["ptx"] = f"anchors/{entries[stock_file]['stem']}/{mode}.ptx.gz"
-                    gz(args.out / "data/kernels/captured" / w / v["ptx"], v.pop("ptx_text"))
-            entries[stock_file].update(modes)
+                    v["ptx"] = f"anchors/{found[stock_file]['stem']}/{mode}.ptx.gz"
+                    gz(out / v["ptx"], v.pop("ptx_text"))
+            entries[stock_file] = {**found[stock_file], **modes}
+            write_manifest(out / "anchors.json", prov, entries)  # after each kernel: a cut run keeps them
             print(f"{w} {job[1]}: " + ", ".join(f"{m} {v.get('kwargs', v.get('error', '?'))}"
                                                 for m, v in modes.items()), flush=True)
-        dest = args.out / "data/kernels/captured" / w / "anchors.json"
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_text(json.dumps({"provenance": {**prov, "modes": args.modes, "method": "tuned_module"},
-                                    "kernels": entries}, indent=1, sort_keys=True) + "\n")
+        write_manifest(out / "anchors.json", prov, entries)
         made = {m: sum(1 for e in entries.values() if "ptx" in e.get(m, {})) for m in args.modes}
         same = {m: sum(1 for e in entries.values() if e.get(m, {}).get("same_as_stock")) for m in args.modes}
         print(f"{w}: {len(entries)} kernels; anchor variants {made}, same config as stock {same}", flush=True)

@@ -26,7 +26,8 @@ STOCK = {"kwargs": {"XBLOCK": 512}, "num_warps": 4, "num_stages": 1}
 def _script(tuned: dict):
     """The script, its GPU steps replaced: `tune` answers `tuned[mode]` (an exception is raised)."""
     sys.path.insert(0, str(ROOT / "scripts"))
-    spec = importlib.util.spec_from_file_location("make_anchor_variants", ROOT / "scripts/make_anchor_variants.py")
+    path = ROOT / "scripts" / "make_anchor_variants.py"
+    spec = importlib.util.spec_from_file_location("make_anchor_variants", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
 

@@ -54,6 +54,18 @@ def test_an_anchor_whose_run_did_not_launch_the_kernel_is_left_out_with_why(tmp_
     assert row["speedup"] == 1.0 and row["best"]["verdict"] == "none"
 
 
+def test_a_kernel_whose_tuners_both_kept_stock_s_config_is_not_timed(tmp_path):
+    folder, spec = _kernel_with_anchors(tmp_path, {"same_as_stock": True})
+    manifest = json.loads((folder / "anchors.json").read_text())
+    manifest["kernels"][spec.ptx]["coordesc"] = {"same_as_stock": True}
+    (folder / "anchors.json").write_text(json.dumps(manifest))
+    backend = StubBackend({})
+    row = anchors_kernel(spec, folder, Variant(spec, "// chronos", ("num_warps=2",)), backend, None, 0.01)
+    assert backend.seen == [] and row["speedup"] == 1.0 and "on_coordesc" not in row
+    s = anchors_summary([row])
+    assert s["coordesc"]["time_geomean"] == 1.0 and s["max_autotune"]["kernels"] == 1
+
+
 def test_the_stages_run_on_replay_and_say_that_nothing_is_measured_yet(tmp_path):
     """With no parts, a replay measures nothing: every kernel says so, but for the block step's kernels
     that have nothing to try (no block variant, no earlier winner: stock stays, decided from the committed

@@ -57,8 +57,10 @@ def anchors_kernel(spec, folder: Path, chronos: Variant | None, backend, timing,
         return skipped
     stock = Variant(spec, stock_ptx, ())
     anchors, other = anchor_variants(folder, spec)
-    first = [stock, *anchors.values(), *([chronos] if chronos is not None else [])]
     row: dict = {"kernel": spec.kernel, "anchors": {m: {"reason": why} for m, why in other.items()}}
+    if not anchors:  # every tuner kept stock's config or has no anchor here: nothing of theirs to time
+        return {**row, "best": {"actions": [], "verdict": "none"}, "speedup": 1.0}
+    first = [stock, *anchors.values(), *([chronos] if chronos is not None else [])]
     if len(first) > 1:
         cmp = backend.compare(spec, first, timing)
         if not cmp.baseline.valid:

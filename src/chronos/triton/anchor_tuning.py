@@ -79,8 +79,8 @@ def tune(module: Path, name: str, mode: str, args: list) -> dict:
         if len(tuner.launchers) != 1:
             raise AnchorError(f"{name}: the autotuner holds {len(tuner.launchers)} launchers after its run")
         cfg = tuner.launchers[0].config
-        return {"kwargs": dict(cfg.kwargs), "num_warps": int(cfg.num_warps), "num_stages": int(cfg.num_stages),
-                "configs": len(tuner.configs)}
+        return {"kwargs": dict(cfg.kwargs), "num_warps": int(cfg.num_warps),
+                "num_stages": int(cfg.num_stages), "configs": len(tuner.configs)}
 
 
 def torch_args(spec, seed: int = 0) -> list:
