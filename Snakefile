@@ -48,6 +48,7 @@ rule all:
         "reports/knob_census.json",
         "reports/knob_ptx.json",
         "reports/knob_blocks.json",
+        "reports/knob_anchors.json",
         "reports/random_time.json",
         "reports/heldout.json",
         "reports/heldout_curves.csv",

@@ -238,6 +238,50 @@ rule knob_blocks:
 
 # Seeded random search in time (issue #14), the comparator for headroom's greedy: random v2 sets beside the
 # baseline in one comparison; on a GPU measured (data/random_time/), else replayed from the store.
+# Inductor's own tuners per kernel (issue #28 item 5): the config max-autotune and coordinate descent keep
+# for each stock kernel (scripts/make_anchor_variants.py) beside stock and Chronos v3's winner, v2 PTX on
+# top of coordinate descent's; on a GPU measured (data/knob_anchors/), else replayed from the store.
+rule knob_anchors:
+    input:
+        "data/knob_anchors",
+        "data/knob_blocks",
+        "data/knob_ptx",
+        "data/kernels/captured",
+        "data/store/measurements.sqlite",
+        "data/store/atlas.sqlite",
+        "src/chronos/actions.py",
+        "src/chronos/config",
+        "src/chronos/errors.py",
+        "src/chronos/features",
+        "src/chronos/files.py",
+        "src/chronos/gpu.py",
+        "src/chronos/kernels",
+        "src/chronos/measure",
+        "src/chronos/progress.py",
+        "src/chronos/ptx",
+        "src/chronos/sass.py",
+        "src/chronos/search",
+        "src/chronos/stages/__init__.py",
+        "src/chronos/stages/common.py",
+        "src/chronos/stages/knob_anchors.py",
+        "src/chronos/stages/knob_sections.py",
+        "src/chronos/stages/measuring.py",
+        "src/chronos/toolchain.py",
+        "src/chronos/transforms",
+    output:
+        "reports/knob_anchors.json",
+    resources:
+        gpu=1,  # opens a measurement backend: on a GPU host it measures
+    params:
+        tracked=tracked_params("measure", "search.greedy", "search.knob_census", "timing"),
+    shell:
+        "python -m chronos.stages.knob_anchors --params params.yaml --kernels data/kernels"
+        " --joint-parts data/knob_ptx --blocks-parts data/knob_blocks --parts data/knob_anchors"
+        " --store data/store/measurements.sqlite --out reports/knob_anchors.json --backend replay"
+
+
+# Seeded random search in time (issue #14), the comparator for headroom's greedy: random v2 sets beside the
+# baseline in one comparison; on a GPU measured (data/random_time/), else replayed from the store.
 rule random_time:
     input:
         "data/random_time",
@@ -365,6 +409,7 @@ rule report:
         "reports/knob_census.json",
         "reports/knob_ptx.json",
         "reports/knob_blocks.json",
+        "reports/knob_anchors.json",
         "reports/reliability.json",
         "src/chronos/config",
         "src/chronos/errors.py",
