@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from chronos.report.knobs import knob_metrics, knob_section
+from chronos.report.knobs import kernel_anchors_section, knob_metrics, knob_section
 
 REPORTS = Path(__file__).resolve().parents[2] / "reports"
 
@@ -43,6 +43,11 @@ def test_a_later_step_that_measured_a_workload_gives_its_v3_and_the_anchors_thei
     assert m["anchor"]["flex"] == {"max_autotune": {"kernels": 5, "time_geomean": 1.05},
                                    "coordesc": {"kernels": 6, "time_geomean": 1.08}}
     assert m["v3_on_coordesc"]["flex"]["time_geomean"] == 1.03 and "anchor" not in knob_metrics(census, joint)
+    lines = kernel_anchors_section({**anchors, "provenance": {"gpu": "NVIDIA H100 80GB HBM3"}})
+    row = next(ln for ln in lines if ln.startswith("| flex |"))
+    assert "1.0500× (n 5)" in row and "1.0800× (n 6)" in row and "1.0300× (2/6)" in row
+    assert "H100 80GB HBM3" in lines[1] and not any(ln.startswith("| bert") for ln in lines)
+    assert kernel_anchors_section(None) == [] and kernel_anchors_section({"summary": {}}) == []
 
 
 def test_the_committed_anchor_runs_give_step_metrics_and_a_readme_row_per_workload():

@@ -122,3 +122,27 @@ def anchors_section(anchors: dict) -> list[str]:
         lines.append(f"| {w} | {gpu}, {a['rounds']} | {_ci(a, 'v3')} | {_ci(a, 'aa')} | "
                      + " | ".join(cells) + f" | {mat.get('bitwise')}, {cd.get('bitwise')} |")
     return lines
+
+
+def kernel_anchors_section(anchors: dict | None) -> list[str]:
+    """Inductor's tuners per kernel (stage knob_anchors): per workload, over the kernels with an anchor, each
+    tuner's geomean over stock, Chronos v3's in the same comparisons, and v2 PTX on top of coordinate
+    descent's kernel over that kernel alone."""
+    summary = {f: s for f, s in ((anchors or {}).get("summary") or {}).items() if s.get("measured")}
+    if not summary:
+        return []
+    note = ("Inductor's tuners per kernel (stage knob_anchors): the config max-autotune and coordinate descent "
+            "keep for each stock kernel, tuned by Inductor itself on the kernel's own inputs "
+            "(scripts/make_anchor_variants.py), timed beside stock and Chronos v3's winner in one "
+            "comparison; a tuner that kept stock's config counts 1.0. Geomeans of stock / contender (n: "
+            "kernels); last column: v2 PTX actions on top of coordinate descent's kernel, over it alone "
+            f"(GPU: {_gpu(anchors)}).")
+    head = "| workload | measured | max-autotune | coordesc | Chronos v3 | v3 on coordesc (faster/n) |"
+    lines = ["", note, "", head, "|---|---|---|---|---|---|"]
+    for family, s in summary.items():
+        cells = [f"{_x(s[k]['time_geomean'])} (n {s[k]['kernels']})" for k in ("max_autotune", "coordesc",
+                                                                               "chronos")]
+        on = s["v3_on_coordesc"]
+        lines.append(f"| {_workload(family)} | {s['measured']} | " + " | ".join(cells)
+                     + f" | {_x(on['time_geomean'])} ({on['faster']}/{on['kernels']}) |")
+    return lines

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from chronos.report.knobs import anchors_section, knob_metrics, knob_section
+from chronos.report.knobs import anchors_section, kernel_anchors_section, knob_metrics, knob_section
 from chronos.report.plots import bc_curves, grpo_curves, heldout_curves, search_bars, triton_bars
 from chronos.report.readme import render_readme
 from chronos.report.tables import (
@@ -104,7 +104,8 @@ def _body(args, cfg) -> None:
                                                _verdicts(x, cfg), x["captured"], x["headroom"],
                                                x["heldout"], knob_section(x["knob_census"], x["knob_ptx"],
                                                                             x["knob_blocks"])
-                                               + anchors_section(metrics.get("anchor", {}))))
+                                               + anchors_section(metrics.get("anchor", {}))
+                                               + kernel_anchors_section(x["knob_anchors"])))
     print(f"report: {json.dumps(metrics)}")
 
 
