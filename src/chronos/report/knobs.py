@@ -131,8 +131,8 @@ def kernel_anchors_section(anchors: dict | None) -> list[str]:
     summary = {f: s for f, s in ((anchors or {}).get("summary") or {}).items() if s.get("measured")}
     if not summary:
         return []
-    note = ("Inductor's tuners per kernel (stage knob_anchors): the config max-autotune and coordinate descent "
-            "keep for each stock kernel, tuned by Inductor itself on the kernel's own inputs "
+    note = ("Inductor's tuners per kernel (stage knob_anchors): the config max-autotune and coordinate "
+            "descent keep for each stock kernel, tuned by Inductor itself on the kernel's own inputs "
             "(scripts/make_anchor_variants.py), timed beside stock and Chronos v3's winner in one "
             "comparison; a tuner that kept stock's config counts 1.0. Geomeans of stock / contender (n: "
             "kernels); last column: v2 PTX actions on top of coordinate descent's kernel, over it alone "
