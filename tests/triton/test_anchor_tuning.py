@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from chronos.triton.anchor_tuning import MODES, AnchorError, is_template, tuner_module
+from chronos.triton.anchor_tuning import MODES, AnchorError, is_template, python_args, tuner_module
 
 ROOT = Path(__file__).resolve().parents[2]
 CAPTURED = ROOT / "data/kernels/captured/flex_decode_long/sources/40c9400a0f436a77.py"  # as Inductor wrote it
@@ -61,3 +61,16 @@ def test_loaded_the_rewritten_module_is_inductor_s_autotuner_with_the_tuner_s_co
     assert all(t.inductor_meta["max_autotune"] is True for t in tuned.values())
     assert tuned["max_autotune"].fn.src == stock.fn.src  # the same kernel
 
+
+
+def test_the_ptx_kernel_s_arguments_map_onto_the_python_call_without_triton_s_scratch_pointers():
+    pytest.importorskip("triton")
+    pytest.importorskip("torch._inductor.runtime.triton_heuristics")
+    from chronos.triton.inductor_source import load_tuner
+
+    tuner = load_tuner(MODULE, NAME)  # (in_ptr0, out_ptr0, xnumel, XBLOCK: constexpr)
+    assert python_args(tuner, ["in", "out", 65536, None, None]) == ["in", "out", 65536]
+    with pytest.raises(AnchorError, match="3 parameters"):
+        python_args(tuner, ["in", "out"])
+    with pytest.raises(AnchorError, match="do not map"):
+        python_args(tuner, ["in", "out", 65536, "extra"])

@@ -74,13 +74,26 @@ def tune(module: Path, name: str, mode: str, args: list) -> dict:
         path = Path(tmp) / f"{module.stem}_{mode}.py"
         path.write_text(tuner_module(module.read_text(), mode))
         tuner = load_tuner(path, name)
-        tuner.run(*args, stream=torch.cuda.current_stream().cuda_stream)
+        tuner.run(*python_args(tuner, args), stream=torch.cuda.current_stream().cuda_stream)
         torch.cuda.synchronize()
         if len(tuner.launchers) != 1:
             raise AnchorError(f"{name}: the autotuner holds {len(tuner.launchers)} launchers after its run")
         cfg = tuner.launchers[0].config
         return {"kwargs": dict(cfg.kwargs), "num_warps": int(cfg.num_warps),
                 "num_stages": int(cfg.num_stages), "configs": len(tuner.configs)}
+
+
+def python_args(tuner, args: list) -> list:
+    """The positional arguments Inductor passes this autotuner, from the PTX kernel's (`args`, in spec
+    order): its non-constexpr, non-constant parameters come first, then Triton's own trailing scratch
+    pointers (nulls in the spec), which the launcher adds itself."""
+    meta = tuner.triton_meta
+    constants = meta.get("constants", {})
+    params = [n for n, t in meta["signature"].items() if t != "constexpr" and n not in constants]
+    if len(args) < len(params) or any(a is not None for a in args[len(params):]):
+        raise AnchorError(f"{tuner.fn.__name__}: the spec's {len(args)} arguments do not map onto the "
+                          f"kernel's {len(params)} parameters ({', '.join(params)}) and trailing nulls")
+    return list(args[:len(params)])
 
 
 def torch_args(spec, seed: int = 0) -> list:
