@@ -21,6 +21,7 @@ import json
 import os
 import sys
 import time
+import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,7 +65,9 @@ def kernel_anchors(job: tuple, spec, modes: list[str]) -> dict:
             configs[f"anchor:{mode}"] = {**tune(module, name, mode, torch_args(spec)),
                                          "tune_s": round(time.perf_counter() - t0, 2)}
         except Exception as e:  # noqa: BLE001 - one tuner's failure is said, the other goes on
-            out[mode] = {"error": f"tuning: {error_text(e)}"}
+            where = " <- ".join(f"{Path(f.filename).name}:{f.lineno} {f.name}"
+                                for f in reversed(traceback.extract_tb(e.__traceback__)[-4:]))
+            out[mode] = {"error": f"tuning: {error_text(e)} (at {where})"}
     if configs:
         got = build_kernel([str(module)], name, ident, launches, recorded, configs=configs)
         for v in got.get("variants", []):

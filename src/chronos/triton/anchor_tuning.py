@@ -85,15 +85,18 @@ def tune(module: Path, name: str, mode: str, args: list) -> dict:
 
 def python_args(tuner, args: list) -> list:
     """The positional arguments Inductor passes this autotuner, from the PTX kernel's (`args`, in spec
-    order): its non-constexpr, non-constant parameters come first, then Triton's own trailing scratch
-    pointers (nulls in the spec), which the launcher adds itself."""
+    order): every non-constexpr parameter, in order; one Triton specialised into a constant (absent from the
+    PTX) takes its constant's value; Triton's own trailing scratch pointers (nulls in the spec) are left
+    to the launcher."""
     meta = tuner.triton_meta
     constants = meta.get("constants", {})
-    params = [n for n, t in meta["signature"].items() if t != "constexpr" and n not in constants]
-    if len(args) < len(params) or any(a is not None for a in args[len(params):]):
+    params = [n for n, t in meta["signature"].items() if t != "constexpr"]
+    n_ptx = sum(1 for n in params if n not in constants)
+    if len(args) < n_ptx or any(a is not None for a in args[n_ptx:]):
         raise AnchorError(f"{tuner.fn.__name__}: the spec's {len(args)} arguments do not map onto the "
-                          f"kernel's {len(params)} parameters ({', '.join(params)}) and trailing nulls")
-    return list(args[:len(params)])
+                          f"kernel's {n_ptx} parameters ({', '.join(params)}) and trailing nulls")
+    ptx = iter(args[:n_ptx])
+    return [constants[n] if n in constants else next(ptx) for n in params]
 
 
 def torch_args(spec, seed: int = 0) -> list:
