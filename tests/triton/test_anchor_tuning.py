@@ -70,7 +70,8 @@ def test_the_ptx_kernel_s_arguments_map_onto_the_python_call_without_triton_s_sc
 
     tuner = load_tuner(MODULE, NAME)  # (in_ptr0, out_ptr0, xnumel, XBLOCK: constexpr)
     assert python_args(tuner, ["in", "out", 65536, None, None]) == ["in", "out", 65536]
-    tuner.triton_meta = {**tuner.triton_meta, "constants": {"xnumel": 65536}}  # specialised away
+    signature = {**tuner.triton_meta["signature"], "xnumel": "constexpr"}  # specialised into a constant
+    tuner.triton_meta = {**tuner.triton_meta, "signature": signature, "constants": {"xnumel": 65536}}
     assert python_args(tuner, ["in", "out", None, None]) == ["in", "out", 65536]
     tuner = load_tuner(MODULE, NAME)
     with pytest.raises(AnchorError, match="3 parameters"):

@@ -74,23 +74,25 @@ def tune(module: Path, name: str, mode: str, args: list) -> dict:
         path = Path(tmp) / f"{module.stem}_{mode}.py"
         path.write_text(tuner_module(module.read_text(), mode))
         tuner = load_tuner(path, name)
+        tried = len(tuner.configs)  # before the run: torch 2.11 drops the list once it has chosen
         tuner.run(*python_args(tuner, args), stream=torch.cuda.current_stream().cuda_stream)
         torch.cuda.synchronize()
         if len(tuner.launchers) != 1:
             raise AnchorError(f"{name}: the autotuner holds {len(tuner.launchers)} launchers after its run")
         cfg = tuner.launchers[0].config
         return {"kwargs": dict(cfg.kwargs), "num_warps": int(cfg.num_warps),
-                "num_stages": int(cfg.num_stages), "configs": len(tuner.configs)}
+                "num_stages": int(cfg.num_stages), "configs": tried}
 
 
 def python_args(tuner, args: list) -> list:
     """The positional arguments Inductor passes this autotuner, from the PTX kernel's (`args`, in spec
-    order): every non-constexpr parameter, in order; one Triton specialised into a constant (absent from the
-    PTX) takes its constant's value; Triton's own trailing scratch pointers (nulls in the spec) are left
-    to the launcher."""
+    order): every parameter of its signature but the configs' own (XBLOCK, R0_BLOCK, ...), in order; one
+    that is a constant (absent from the PTX) takes its value; Triton's own trailing scratch pointers (nulls
+    in the spec) are left to the launcher."""
     meta = tuner.triton_meta
     constants = meta.get("constants", {})
-    params = [n for n, t in meta["signature"].items() if t != "constexpr"]
+    tuned = set().union(*(c.kwargs for c in tuner.configs))
+    params = [n for n in meta["signature"] if n not in tuned]
     n_ptx = sum(1 for n in params if n not in constants)
     if len(args) < n_ptx or any(a is not None for a in args[n_ptx:]):
         raise AnchorError(f"{tuner.fn.__name__}: the spec's {len(args)} arguments do not map onto the "
