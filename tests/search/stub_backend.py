@@ -53,11 +53,11 @@ class _Cmp:
         return self.ratios[i], 0.0
 
     def estimate(self, i, timing, against=0):
-        r = self.ratios[i]
+        r = self.ratios[i] / self.ratios[against]
         return _Estimate(r, r - 0.005, r + 0.005)
 
     def verdict(self, i, timing, min_gain, against=0):
-        return "faster" if self.ratios[i] < 0.99 else "same"
+        return "faster" if self.ratios[i] / self.ratios[against] < 0.99 else "same"
 
 
 class StubBackend:

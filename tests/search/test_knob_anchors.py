@@ -38,11 +38,30 @@ def test_anchors_time_beside_stock_and_chronos_and_ptx_goes_on_top_of_coordesc(t
     assert [v.actions for v in first] == [(), ("anchor:coordesc",), ("num_warps=2",)]
     assert first[1].launch.grid == anchors["coordesc"].launch.grid
     assert row["best"]["actions"] == ["num_warps=2"] and abs(row["speedup"] - 1.25) < 1e-12
-    assert backend.seen[1][0].actions == ("anchor:coordesc",)  # PTX on top: judged beside coordesc
-    assert all(v.actions[0] == "anchor:coordesc" for v in backend.seen[1])
+    assert [v.actions for v in backend.seen[1][:2]] == [(), ("anchor:coordesc",)]  # stock: the reference
+    assert all(v.actions[0] == "anchor:coordesc" for v in backend.seen[1][1:])  # PTX on top of coordesc
     s = anchors_summary([row])
     assert abs(s["coordesc"]["time_geomean"] - 1 / 0.9) < 1e-12 and s["max_autotune"]["time_geomean"] == 1.0
     assert abs(s["chronos"]["time_geomean"] - 1.25) < 1e-12 and s["v3_on_coordesc"]["kernels"] == 1
+
+
+class _OnTopFaster(dict):
+    """Every v2 action on top of coordesc's kernel at 0.8 of stock, coordesc at 0.9."""
+
+    def get(self, key, default=None):
+        return 0.8 if key.startswith("anchor:coordesc+") else super().get(key, default)
+
+
+def test_ptx_on_top_of_coordesc_is_judged_against_coordesc_s_kernel_and_confirmed_beside_it(tmp_path):
+    folder, spec = _kernel_with_anchors(tmp_path, {"same_as_stock": True})
+    backend = StubBackend(_OnTopFaster({"anchor:coordesc": 0.9}))
+    row = anchors_kernel(spec, folder, None, backend, timing=None, min_gain=0.01)
+    on = row["on_coordesc"]
+    assert on["best"]["verdict"] == "faster" and abs(on["speedup"] - 0.9 / 0.8) < 1e-12
+    confirm = backend.seen[-1]
+    assert len(confirm) == 3 and confirm[1].actions == ("anchor:coordesc",) and confirm[2].actions == (
+        "anchor:coordesc", *on["best"]["actions"][1:])
+    assert abs(anchors_summary([row])["v3_on_coordesc"]["time_geomean"] - 0.9 / 0.8) < 1e-12
 
 
 def test_an_anchor_whose_run_did_not_launch_the_kernel_is_left_out_with_why(tmp_path):
