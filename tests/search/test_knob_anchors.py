@@ -43,6 +43,8 @@ def test_anchors_time_beside_stock_and_chronos_and_ptx_goes_on_top_of_coordesc(t
     s = anchors_summary([row])
     assert abs(s["coordesc"]["time_geomean"] - 1 / 0.9) < 1e-12 and s["max_autotune"]["time_geomean"] == 1.0
     assert abs(s["chronos"]["time_geomean"] - 1.25) < 1e-12 and s["v3_on_coordesc"]["kernels"] == 1
+    assert s["head_to_head"]["kernels"] == 1 and s["head_to_head"]["max_autotune"] == 1.0
+    assert abs(s["head_to_head"]["chronos"] - 1.25) < 1e-12 and s["coordesc"]["faster"] == 1
 
 
 class _OnTopFaster(dict):
@@ -69,8 +71,10 @@ def test_an_anchor_whose_run_did_not_launch_the_kernel_is_left_out_with_why(tmp_
     folder, spec = _kernel_with_anchors(tmp_path, {"error": why})
     row = anchors_kernel(spec, folder, None, StubBackend({}), timing=None, min_gain=0.01)
     s = anchors_summary([row])
-    assert s["max_autotune"] == {"kernels": 0, "time_geomean": None, "bit_exact": 0, "not_launched": 1}
+    assert s["max_autotune"] == {"kernels": 0, "time_geomean": None, "faster": 0, "bit_exact": 0,
+                                 "not_launched": 1}
     assert row["speedup"] == 1.0 and row["best"]["verdict"] == "none"
+    assert s["head_to_head"] == {"kernels": 1, "max_autotune": None, "coordesc": 1.0, "chronos": 1.0}
 
 
 def test_a_kernel_whose_tuners_both_kept_stock_s_config_is_not_timed(tmp_path):

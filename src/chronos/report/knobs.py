@@ -34,6 +34,8 @@ def knob_metrics(census: dict | None, joint: dict | None = None, blocks: dict | 
             w = _workload(family)
             out.setdefault("anchor", {})[w] = {m: {k: s[m][k] for k in ("kernels", "time_geomean")}
                                                for m in ("max_autotune", "coordesc")}
+            if "head_to_head" in s:
+                out["anchor"][w]["per_kernel_head_to_head"] = dict(s["head_to_head"])
             out.setdefault("v3_on_coordesc", {})[w] = dict(s["v3_on_coordesc"])
     return out
 
@@ -125,24 +127,30 @@ def anchors_section(anchors: dict) -> list[str]:
 
 
 def kernel_anchors_section(anchors: dict | None) -> list[str]:
-    """Inductor's tuners per kernel (stage knob_anchors): per workload, over the kernels with an anchor, each
-    tuner's geomean over stock, Chronos v3's in the same comparisons, and v2 PTX on top of coordinate
-    descent's kernel over that kernel alone."""
+    """Inductor's tuners per kernel (stage knob_anchors): per workload, each tuner's geomean over stock on
+    the kernels it was run on (1.0 where it kept stock's config); head to head where a tuner moved: each
+    tuner and Chronos v3 in the same comparisons; v2 PTX on top of coordinate descent's kernel."""
     summary = {f: s for f, s in ((anchors or {}).get("summary") or {}).items() if s.get("measured")}
     if not summary:
         return []
     note = ("Inductor's tuners per kernel (stage knob_anchors): the config max-autotune and coordinate "
             "descent keep for each stock kernel, tuned by Inductor itself on the kernel's own inputs "
-            "(scripts/make_anchor_variants.py), timed beside stock and Chronos v3's winner in one "
-            "comparison; a tuner that kept stock's config counts 1.0. Geomeans of stock / contender (n: "
-            "kernels); last column: v2 PTX actions on top of coordinate descent's kernel, over it alone "
-            f"(GPU: {_gpu(anchors)}).")
-    head = "| workload | measured | max-autotune | coordesc | Chronos v3 | v3 on coordesc (faster/n) |"
-    lines = ["", note, "", head, "|---|---|---|---|---|---|"]
+            "(scripts/make_anchor_variants.py: the kernels with the most GPU time among the stages' "
+            "selection; templates left out), timed beside stock and Chronos v3's winner in one "
+            "comparison (within search.knob_census.anchor_tolerance; Chronos strict). Geomeans of stock / "
+            "contender: per tuner over the kernels tuned (1.0 where it kept stock's config; faster: its "
+            "interval below 1); head to head over the kernels where a tuner moved (Chronos 1.0 where v3 "
+            "has no winner); last column: v2 PTX actions on top of coordinate descent's kernel, over it "
+            f"alone (GPU: {_gpu(anchors)}).")
+    head = ("| workload | max-autotune (faster/tuned) | coordesc (faster/tuned) | head to head: kernels | "
+            "max-autotune | coordesc | Chronos v3 | PTX on coordesc (faster/n) |")
+    lines = ["", note, "", head, "|---|---|---|---|---|---|---|---|"]
     for family, s in summary.items():
-        cells = [f"{_x(s[k]['time_geomean'])} (n {s[k]['kernels']})" for k in ("max_autotune", "coordesc",
-                                                                               "chronos")]
+        tuners = [f"{_x(s[k]['time_geomean'])} ({s[k].get('faster', '?')}/{s[k]['kernels']})"
+                  for k in ("max_autotune", "coordesc")]
+        h = s.get("head_to_head") or {}
         on = s["v3_on_coordesc"]
-        lines.append(f"| {_workload(family)} | {s['measured']} | " + " | ".join(cells)
+        lines.append(f"| {_workload(family)} | " + " | ".join(tuners) + f" | {h.get('kernels', '—')} | "
+                     + " | ".join(_x(h.get(k)) for k in ("max_autotune", "coordesc", "chronos"))
                      + f" | {_x(on['time_geomean'])} ({on['faster']}/{on['kernels']}) |")
     return lines

@@ -110,16 +110,27 @@ def speedup_of(r: dict) -> float | None:
 
 
 def anchors_summary(rows: list[dict]) -> dict:
-    """Per anchor: kernels with a time, their geomean speedup over stock, how many kept stock's bits;
-    Chronos's winner in the same comparisons; v2 PTX on top of coordinate descent's kernels."""
+    """Per tuner, over the kernels it was run on: their geomean speedup over stock (1.0 where it kept stock's
+    config), how many it made faster, how many kept stock's bits. `head_to_head`: over the kernels where a
+    tuner moved (so the comparison ran), each tuner and Chronos v3 (1.0 where v3 has no winner) side by
+    side. `v3_on_coordesc`: v2 PTX on top of coordinate descent's kernel, over that kernel alone."""
     done = [r for r in rows if "anchors" in r]
     out: dict = {"kernels": len(rows), "measured": len(done)}
     for mode in MODES:
         rs = [r["anchors"].get(mode, {}) for r in done]
         sp = [s for s in map(speedup_of, rs) if s is not None]
         out[mode] = {"kernels": len(sp), "time_geomean": geomean(sp) if sp else None,
+                     "faster": sum(1 for r in rs if r.get("verdict") == FASTER),
                      "bit_exact": sum(1 for r in rs if bit_exact(r) or r.get("reason") == "same_as_stock"),
                      "not_launched": sum(1 for r in rs if "launched no kernel" in str(r.get("reason", "")))}
+    timed = [r for r in done if any("ratio" in a for a in r["anchors"].values())]
+    head: dict = {"kernels": len(timed)}
+    for name in (*MODES, "chronos"):
+        sp = [(speedup_of(r["chronos"]) if "chronos" in r else 1.0) if name == "chronos"
+              else speedup_of(r["anchors"].get(name, {})) for r in timed]
+        sp = [s for s in sp if s is not None]
+        head[name] = geomean(sp) if sp else None
+    out["head_to_head"] = head
     ch = [s for s in (speedup_of(r["chronos"]) for r in done if "chronos" in r) if s is not None]
     out["chronos"] = {"kernels": len(ch), "time_geomean": geomean(ch) if ch else None}
     on = [r["on_coordesc"] for r in done if "speedup" in r.get("on_coordesc", {})]
