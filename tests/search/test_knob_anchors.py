@@ -63,7 +63,10 @@ def test_ptx_on_top_of_coordesc_is_judged_against_coordesc_s_kernel_and_confirme
     confirm = backend.seen[-1]
     assert len(confirm) == 3 and confirm[1].actions == ("anchor:coordesc",) and confirm[2].actions == (
         "anchor:coordesc", *on["best"]["actions"][1:])
-    assert abs(anchors_summary([row])["v3_on_coordesc"]["time_geomean"] - 0.9 / 0.8) < 1e-12
+    s = anchors_summary([row])
+    assert abs(s["v3_on_coordesc"]["time_geomean"] - 0.9 / 0.8) < 1e-12
+    assert abs(on["over_stock"]["ratio"] - 0.8) < 1e-12
+    assert abs(s["head_to_head"]["coordesc_ptx"] - 1.25) < 1e-12
 
 
 def test_an_anchor_whose_run_did_not_launch_the_kernel_is_left_out_with_why(tmp_path):
@@ -74,7 +77,8 @@ def test_an_anchor_whose_run_did_not_launch_the_kernel_is_left_out_with_why(tmp_
     assert s["max_autotune"] == {"kernels": 0, "time_geomean": None, "faster": 0, "bit_exact": 0,
                                  "not_launched": 1}
     assert row["speedup"] == 1.0 and row["best"]["verdict"] == "none"
-    assert s["head_to_head"] == {"kernels": 1, "max_autotune": None, "coordesc": 1.0, "chronos": 1.0}
+    assert s["head_to_head"] == {"kernels": 1, "max_autotune": None, "coordesc": 1.0, "chronos": 1.0,
+                                 "coordesc_ptx": 1.0}
 
 
 def test_a_kernel_whose_tuners_both_kept_stock_s_config_is_not_timed(tmp_path):

@@ -126,6 +126,9 @@ def anchors_section(anchors: dict) -> list[str]:
     return lines
 
 
+HEAD_TO_HEAD = ("max_autotune", "coordesc", "chronos", "coordesc_ptx")
+
+
 def kernel_anchors_section(anchors: dict | None) -> list[str]:
     """Inductor's tuners per kernel (stage knob_anchors): per workload, each tuner's geomean over stock on
     the kernels it was run on (1.0 where it kept stock's config); head to head where a tuner moved: each
@@ -140,17 +143,18 @@ def kernel_anchors_section(anchors: dict | None) -> list[str]:
             "comparison (within search.knob_census.anchor_tolerance; Chronos strict). Geomeans of stock / "
             "contender: per tuner over the kernels tuned (1.0 where it kept stock's config; faster: its "
             "interval below 1); head to head over the kernels where a tuner moved (Chronos 1.0 where v3 "
-            "has no winner); last column: v2 PTX actions on top of coordinate descent's kernel, over it "
-            f"alone (GPU: {_gpu(anchors)}).")
+            "has no winner; coordesc + PTX: coordinate descent's kernel with the v2 PTX confirmed on top, "
+            "over stock); last column: v2 PTX on top of coordinate descent's kernel, over it alone "
+            f"(GPU: {_gpu(anchors)}).")
     head = ("| workload | max-autotune (faster/tuned) | coordesc (faster/tuned) | head to head: kernels | "
-            "max-autotune | coordesc | Chronos v3 | PTX on coordesc (faster/n) |")
-    lines = ["", note, "", head, "|---|---|---|---|---|---|---|---|"]
+            "max-autotune | coordesc | Chronos v3 | coordesc + PTX | PTX on coordesc (faster/n) |")
+    lines = ["", note, "", head, "|---|---|---|---|---|---|---|---|---|"]
     for family, s in summary.items():
         tuners = [f"{_x(s[k]['time_geomean'])} ({s[k].get('faster', '?')}/{s[k]['kernels']})"
                   for k in ("max_autotune", "coordesc")]
         h = s.get("head_to_head") or {}
         on = s["v3_on_coordesc"]
         lines.append(f"| {_workload(family)} | " + " | ".join(tuners) + f" | {h.get('kernels', '—')} | "
-                     + " | ".join(_x(h.get(k)) for k in ("max_autotune", "coordesc", "chronos"))
+                     + " | ".join(_x(h.get(k)) for k in HEAD_TO_HEAD)
                      + f" | {_x(on['time_geomean'])} ({on['faster']}/{on['kernels']}) |")
     return lines

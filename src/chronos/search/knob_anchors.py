@@ -97,9 +97,12 @@ def on_coordesc(spec, stock: Variant, root: Variant, backend, timing, min_gain: 
     if not faster:
         return none
     chosen = min(faster, key=lambda rv: rv[0]["ratio"])[1]
-    again = time_row(backend.compare(spec, [stock, root, chosen], timing), 2, timing, min_gain, against=1)
-    best = {k: again[k] for k in ("actions", "ratio", "ci", "verdict") if k in again}
-    return {"best": best, "speedup": 1.0 / best["ratio"] if best["verdict"] == FASTER else 1.0}
+    again = backend.compare(spec, [stock, root, chosen], timing)
+    keep = ("actions", "ratio", "ci", "verdict", "valid", "reason")
+    best = {k: v for k, v in time_row(again, 2, timing, min_gain, against=1).items() if k in keep}
+    over_stock = {k: v for k, v in time_row(again, 2, timing, min_gain).items() if k in keep}
+    return {"best": best, "speedup": 1.0 / best["ratio"] if best["verdict"] == FASTER else 1.0,
+            "over_stock": over_stock}
 
 
 def speedup_of(r: dict) -> float | None:
@@ -109,11 +112,26 @@ def speedup_of(r: dict) -> float | None:
     return 1.0 / r["ratio"] if r.get("valid") and r.get("ratio") else None
 
 
+def coordesc_ptx(row: dict) -> float | None:
+    """stock / (coordinate descent's kernel with the v2 PTX confirmed on top of it), side by side with stock
+    in the confirming comparison; coordinate descent's own where nothing on top won."""
+    over = (row.get("on_coordesc") or {}).get("over_stock") or {}
+    if over.get("valid") and over.get("ratio") and row["on_coordesc"]["best"].get("verdict") == FASTER:
+        return 1.0 / over["ratio"]
+    return speedup_of(row["anchors"].get("coordesc", {}))
+
+
+def _geomean_of(values: list[float | None]) -> float | None:
+    vs = [v for v in values if v is not None]
+    return geomean(vs) if vs else None
+
+
 def anchors_summary(rows: list[dict]) -> dict:
     """Per tuner, over the kernels it was run on: their geomean speedup over stock (1.0 where it kept stock's
     config), how many it made faster, how many kept stock's bits. `head_to_head`: over the kernels where a
     tuner moved (so the comparison ran), each tuner and Chronos v3 (1.0 where v3 has no winner) side by
-    side. `v3_on_coordesc`: v2 PTX on top of coordinate descent's kernel, over that kernel alone."""
+    side, and coordinate descent's kernel with v2 PTX on top (`coordesc_ptx`). `v3_on_coordesc`: v2 PTX on
+    top of coordinate descent's kernel, over that kernel alone."""
     done = [r for r in rows if "anchors" in r]
     out: dict = {"kernels": len(rows), "measured": len(done)}
     for mode in MODES:
@@ -130,6 +148,7 @@ def anchors_summary(rows: list[dict]) -> dict:
               else speedup_of(r["anchors"].get(name, {})) for r in timed]
         sp = [s for s in sp if s is not None]
         head[name] = geomean(sp) if sp else None
+    head["coordesc_ptx"] = _geomean_of([coordesc_ptx(r) for r in timed])
     out["head_to_head"] = head
     ch = [s for s in (speedup_of(r["chronos"]) for r in done if "chronos" in r) if s is not None]
     out["chronos"] = {"kernels": len(ch), "time_geomean": geomean(ch) if ch else None}
