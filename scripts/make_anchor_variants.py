@@ -1,6 +1,8 @@
-"""Build the per-kernel Inductor anchors of the captured kernels (#28 item 5), on the GPU image (torch 2.11,
-Triton 3.6): per kernel, the config Inductor's own max-autotune and coordinate-descent tuners choose for it,
-compiled as a variant that stage knob_anchors times beside stock and Chronos's winner.
+"""Build the per-kernel Inductor anchors of the captured kernels (#28 item 5) on a GPU.
+
+Per kernel, the config Inductor's own max-autotune and coordinate-descent tuners choose for it, compiled as a
+variant that stage knob_anchors times beside stock and Chronos's winner; run on the GPU image (torch 2.11,
+Triton 3.6: the versions that captured the kernels).
 
     PYTHONUNBUFFERED=1 python3 scripts/make_anchor_variants.py --out . [--workloads flex] [--modes coordesc]
 
@@ -45,7 +47,7 @@ def arguments(p) -> None:
     p.add_argument("--modes", nargs="*", default=list(MODES), choices=list(MODES))
     p.add_argument("--params", type=Path, default=ROOT / "params.yaml")
     p.add_argument("--all-kernels", action="store_true", help="not only the knob stages' selection")
-    p.add_argument("--limit", type=int, help="per workload at most this many kernels tuned (selection order)")
+    p.add_argument("--limit", type=int, help="kernels tuned per workload at most (most GPU time first)")
 
 
 def kernel_anchors(job: tuple, spec, modes: list[str]) -> dict:
