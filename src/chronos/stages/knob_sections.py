@@ -11,11 +11,12 @@ from dataclasses import replace
 from pathlib import Path
 
 from chronos.kernels.profile import measured_gpu_ms, time_share
+from chronos.kernels.spec import read_ptx
 from chronos.measure.backend import ReplayBackend
 from chronos.search.headroom import selected
 from chronos.search.knob_anchors import anchors_kernel, anchors_summary
 from chronos.search.knob_blocks import blocks_kernel, blocks_summary, nothing_to_try, prior_winner, v3_winner
-from chronos.search.knob_census import census_family, census_kernel, knob_summary
+from chronos.search.knob_census import census_family, census_kernel, knob_summary, racy
 from chronos.search.knob_ptx import joint_kernel, joint_summary, knob_winner
 from chronos.stages.common import command_line, run_stage, write_json
 from chronos.stages.measuring import add_backend_arguments, open_backend
@@ -61,6 +62,20 @@ def measurer(args, folder: Path, family: str, backend, timing, min_gain: float):
     return measure
 
 
+def settler(args, folder: Path, family: str):
+    """The row of a kernel the section decides from committed files alone, alike on a GPU and in replay (None:
+    it is measured): float atomics are skipped (no variant can be verified bit-exactly); in knob_blocks, a
+    kernel with nothing to try keeps stock."""
+    def settled(spec) -> dict | None:
+        if row := racy(spec, read_ptx(folder / "specs.json", spec)):
+            return row
+        if args.section == "knob_blocks":
+            return nothing_to_try(spec, folder, prior_winner(spec, folder, args.joint_parts, family))
+        return None
+
+    return settled
+
+
 def run(args, cfg) -> int:
     kcfg = cfg.search.knob_census
     parts = args.parts or Path("data", args.section)
@@ -78,13 +93,9 @@ def run(args, cfg) -> int:
         min_gain = cfg.search.greedy.min_gain
         for family, item in measuring_order(args.kernels, kcfg, weights):
             folder = args.kernels / family
-            settled = None
-            if args.section == "knob_blocks":
-                def settled(spec, folder=folder, family=family):
-                    return nothing_to_try(spec, folder, prior_winner(spec, folder, args.joint_parts, family))
             rows += census_family(family, [item], measurer(args, folder, family, backend, timing, min_gain),
                                   parts, replay, lambda: time.perf_counter() - t0 > budget,
-                                  backend.provenance, args.section, settled,
+                                  backend.provenance, args.section, settler(args, folder, family),
                                   lambda gpu: setattr(backend, "gpu", gpu),  # each part's own GPU
                                   remeasure=args.remeasure)
         prov = {**backend.provenance(), "command": command_line(args.section, args.argv[2:])}
