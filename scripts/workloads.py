@@ -248,7 +248,14 @@ def jit_names() -> set[str]:
 
     from triton.runtime.jit import JITFunction
 
-    return {o.fn.__name__ for o in gc.get_objects() if isinstance(o, JITFunction)}
+    names = set()
+    for o in gc.get_objects():
+        try:
+            if isinstance(o, JITFunction):
+                names.add(o.fn.__name__)
+        except ReferenceError:  # a weak proxy whose object is gone (isinstance reaches through it)
+            continue
+    return names
 
 
 def triton_share(fn) -> dict:
