@@ -22,6 +22,8 @@
 #     anchors            Inductor's max-autotune/coordesc configs per kernel (make_anchor_variants; $WORKLOADS;
 #                        ANCHOR_LIMIT: kernels tuned per workload, most GPU time first)
 #     knob_anchors       stage knob_anchors measured: the anchors beside stock and Chronos v3, into the store
+#     walk_roots         each selected Inductor kernel's module and stock config (make_walk_roots; $WORKLOADS)
+#     knob_walk          stage knob_walk measured: walks over each kernel's config, compiled here (--compile)
 #     e2e_v3             per workload of $WORKLOADS (default flex): Chronos v3's DB from the knob_ptx and
 #                        knob_blocks parts, then scripts/e2e_one_process.py with it (ROUNDS, default 30;
 #                        ANCHORS="max_autotune coordesc": Inductor's tuners beside it, step by step)
@@ -101,10 +103,12 @@ print(','.join(workload(n).name for n in (sys.argv[1].split() or NAMES)))" "${WO
       python3 -m chronos.stages.heldout --params params.yaml --picks reports/heldout.json --backend gpu \
         --store data/store/measurements.sqlite --out "$LOGS/heldout_gpu.json" ;;
     blocks) python3 scripts/make_block_variants.py --out . ${WORKLOADS:+--workloads $WORKLOADS} ;;
-    knob_census|knob_ptx|knob_blocks)  # budget: KNOB_BUDGET_<target>, else KNOB_BUDGET, else params
+    knob_census|knob_ptx|knob_blocks|knob_walk)  # budget: KNOB_BUDGET_<target>, else KNOB_BUDGET, else params
       local b=KNOB_BUDGET_$t; b=${!b:-${KNOB_BUDGET:-}}
       python3 -m "chronos.stages.$t" --params params.yaml --backend gpu --parts "data/$t" \
-        --store data/store/measurements.sqlite --out "reports/$t.json" ${b:+--budget $b} ;;
+        --store data/store/measurements.sqlite --out "reports/$t.json" ${b:+--budget $b} \
+        $([[ $t == knob_walk ]] && echo --compile) ;;
+    walk_roots) python3 scripts/make_walk_roots.py --out . ${WORKLOADS:+--workloads $WORKLOADS} ;;
     pending)  # scripts/workloads.py's PENDING workloads: captured (inputs over 1 MiB drawn from their
       # recorded distribution, so that the capture comes back), profiled, tuned with the seed's policy
       local w; for w in ${WORKLOADS:-flex_decode_long attorch_lm}; do

@@ -149,6 +149,8 @@ class KnobCensusConfig:
     anchor_tolerance: str = "rtol=0.02,atol=0.001"
     """(stage knob_anchors) Inductor's tuners reorder reductions: their configs are timed within this
     (measure.tolerance's form); every row still says whether it kept stock's bits."""
+    walk_steps: int = 4
+    """(stage knob_walk) moves per walk at most, each one comparison (#28 item 4's local search)."""
     SECTION: typing.ClassVar[str] = "search.knob_census"
 
     def timing_for(self, timing: TimingConfig) -> TimingConfig:
@@ -157,6 +159,7 @@ class KnobCensusConfig:
     def __post_init__(self) -> None:
         s = self.SECTION
         check(self.per_family >= 1, f"{s}.per_family", f"must be >= 1, got {self.per_family}")
+        check(self.walk_steps >= 0, f"{s}.walk_steps", f"must be >= 0, got {self.walk_steps}")
         check(self.select in SELECT, f"{s}.select", f"must be {' or '.join(SELECT)}, got {self.select!r}")
         try:
             parse_tolerance(self.anchor_tolerance)

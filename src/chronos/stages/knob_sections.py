@@ -18,11 +18,13 @@ from chronos.search.knob_anchors import anchors_kernel, anchors_summary
 from chronos.search.knob_blocks import blocks_kernel, blocks_summary, nothing_to_try, prior_winner, v3_winner
 from chronos.search.knob_census import census_family, census_kernel, knob_summary, racy
 from chronos.search.knob_ptx import joint_kernel, joint_summary, knob_winner
+from chronos.search.knob_walk import walk_kernel, walk_summary
 from chronos.stages.common import command_line, run_stage, write_json
 from chronos.stages.measuring import add_backend_arguments, open_backend
+from chronos.triton.walk_manifest import ManifestCompiler
 
 SUMMARIES = {"knob_census": knob_summary, "knob_ptx": joint_summary, "knob_blocks": blocks_summary,
-             "knob_anchors": anchors_summary}
+             "knob_anchors": anchors_summary, "knob_walk": walk_summary}
 
 
 def add_arguments(ap) -> None:
@@ -37,13 +39,16 @@ def add_arguments(ap) -> None:
     ap.add_argument("--parts", type=Path, help="default data/<section>")
     ap.add_argument("--out", type=Path, help="default reports/<section>.json")
     ap.add_argument("--budget", type=float, help="(gpu) seconds; default search.knob_census.budget_s")
+    ap.add_argument("--compile", action="store_true",
+                    help="(knob_walk, GPU image) compile the configs a walk visits that walk.json lacks")
     ap.add_argument("--remeasure", action="store_true",
                     help="(gpu) time again the kernels whose part is recorded (default: taken as recorded)")
     add_backend_arguments(ap)
 
 
-def measurer(args, folder: Path, family: str, backend, timing, min_gain: float):
-    """The section's measurement of one kernel of `family` (a row); earlier steps come from their parts."""
+def measurer(args, folder: Path, family: str, backend, timing, min_gain: float, compilers: dict):
+    """The section's measurement of one kernel of `family` (a row); earlier steps come from their parts.
+    `compilers`: knob_walk's compiler per family, made on first use."""
     section = args.section
 
     def measure(spec) -> dict:
@@ -57,9 +62,23 @@ def measurer(args, folder: Path, family: str, backend, timing, min_gain: float):
             return blocks_kernel(spec, folder, prior, backend, timing, min_gain)
         parts = {"knob_ptx": args.joint_parts, "knob_blocks": args.blocks_parts}
         won = v3_winner(spec, folder, parts, family)
+        if section == "knob_walk":
+            if family not in compilers:
+                compilers[family] = walk_compiler(args, folder)
+            return walk_kernel(spec, folder, won, compilers[family], backend, timing, min_gain,
+                               args.walk_steps)
         return anchors_kernel(spec, folder, won, backend, timing, min_gain)
 
     return measure
+
+
+def walk_compiler(args, folder: Path):
+    """Replay reads the walks' configs from walk.json; --compile (the GPU image) compiles what it lacks."""
+    if not args.compile:
+        return ManifestCompiler(folder)
+    from chronos.triton.walk_compile import TritonCompiler
+
+    return TritonCompiler(folder)
 
 
 def settler(args, folder: Path, family: str):
@@ -82,18 +101,21 @@ def run(args, cfg) -> int:
     out_path = args.out or Path("reports", f"{args.section}.json")
     timing = kcfg.timing_for(cfg.timing)
     budget = args.budget if args.budget is not None else kcfg.budget_s
-    if args.section == "knob_anchors":  # Inductor's tuners change numerics: timed within a tolerance
+    args.walk_steps = kcfg.walk_steps
+    if args.section in ("knob_anchors", "knob_walk"):  # Inductor's tuners change numerics: a tolerance
         cfg = replace(cfg, measure=replace(cfg.measure, tolerance=kcfg.anchor_tolerance))
     backend = open_backend(args, cfg)
     weights = {f: measured_gpu_ms(args.kernels / f) for f in kcfg.families}  # each family's timed GPU time
     t0 = time.perf_counter()
+    compilers: dict = {}
     try:
         replay = isinstance(backend, ReplayBackend)
         rows = []
         min_gain = cfg.search.greedy.min_gain
         for family, item in measuring_order(args.kernels, kcfg, weights):
             folder = args.kernels / family
-            rows += census_family(family, [item], measurer(args, folder, family, backend, timing, min_gain),
+            measure = measurer(args, folder, family, backend, timing, min_gain, compilers)
+            rows += census_family(family, [item], measure,
                                   parts, replay, lambda: time.perf_counter() - t0 > budget,
                                   backend.provenance, args.section, settler(args, folder, family),
                                   lambda gpu: setattr(backend, "gpu", gpu),  # each part's own GPU
@@ -101,6 +123,8 @@ def run(args, cfg) -> int:
         prov = {**backend.provenance(), "command": command_line(args.section, args.argv[2:])}
     finally:
         backend.close()
+        for c in compilers.values():
+            getattr(c, "close", lambda: None)()
     summarize = SUMMARIES[args.section]
     by_family = {f: [r for r in rows if r.get("family") == f] for f in kcfg.families}
     out = {"section": args.section, "provenance": prov,

@@ -77,3 +77,14 @@ def block_moves(kwargs: dict, num_warps: int, source: str, persistent: bool) -> 
                 label = f"{key}={new}" if warps == num_warps else f"{key}={new},num_warps={warps}"
                 out.append(BlockMove(label, moved, warps))
     return out
+
+
+def walk_moves(kwargs: dict, num_warps: int, source: str, persistent: bool) -> list[BlockMove]:
+    """A local search's neighbours of a config (#28 item 4): every legal block move (block_moves), and
+    num_warps alone one power of two up or down; Inductor's coordinate descent walks these same axes."""
+    out = block_moves(kwargs, num_warps, source, persistent)
+    for f in FACTORS:
+        warps = int(num_warps * f)
+        if 1 <= warps <= MAX_WARPS and warps != num_warps:
+            out.append(BlockMove(f"num_warps={warps}", dict(kwargs), warps))
+    return out
