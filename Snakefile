@@ -49,6 +49,7 @@ rule all:
         "reports/knob_ptx.json",
         "reports/knob_blocks.json",
         "reports/knob_anchors.json",
+        "reports/knob_walk.json",
         "reports/random_time.json",
         "reports/heldout.json",
         "reports/heldout_curves.csv",

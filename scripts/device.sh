@@ -23,7 +23,8 @@
 #                        ANCHOR_LIMIT: kernels tuned per workload, most GPU time first)
 #     knob_anchors       stage knob_anchors measured: the anchors beside stock and Chronos v3, into the store
 #     walk_roots         each selected Inductor kernel's module and stock config (make_walk_roots; $WORKLOADS)
-#     knob_walk          stage knob_walk measured: walks over each kernel's config, compiled here (--compile)
+#     knob_walk          stage knob_walk measured: walks over each kernel's config, compiled here (--compile;
+#                        REMEASURE=1: the recorded kernels timed again, parts kept: a repeat)
 #     e2e_v3             per workload of $WORKLOADS (default flex): Chronos v3's DB from the knob_ptx and
 #                        knob_blocks parts, then scripts/e2e_one_process.py with it (ROUNDS, default 30;
 #                        ANCHORS="max_autotune coordesc": Inductor's tuners beside it, step by step)
@@ -107,7 +108,7 @@ print(','.join(workload(n).name for n in (sys.argv[1].split() or NAMES)))" "${WO
       local b=KNOB_BUDGET_$t; b=${!b:-${KNOB_BUDGET:-}}
       python3 -m "chronos.stages.$t" --params params.yaml --backend gpu --parts "data/$t" \
         --store data/store/measurements.sqlite --out "reports/$t.json" ${b:+--budget $b} \
-        $([[ $t == knob_walk ]] && echo --compile) ;;
+        $([[ $t == knob_walk ]] && echo --compile) ${REMEASURE:+--remeasure} ;;
     walk_roots) python3 scripts/make_walk_roots.py --out . ${WORKLOADS:+--workloads $WORKLOADS} ;;
     pending)  # scripts/workloads.py's PENDING workloads: captured (inputs over 1 MiB drawn from their
       # recorded distribution, so that the capture comes back), profiled, tuned with the seed's policy

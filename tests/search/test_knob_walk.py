@@ -31,9 +31,11 @@ class FakeCompiler:
 
     def variants(self, spec, points):
         self.compiled += [p.label for p in points]
+        def grid(p):
+            return (65536 // dict(p.kwargs)["XBLOCK"], 1, 1)
+
         return {p.label: Variant(spec, self.ptx, (PREFIX + p.label,),
-                                 launch=Launch((32 * p.num_warps, 1, 1), 0, (65536 // dict(p.kwargs)["XBLOCK"],
-                                                                            1, 1)))
+                                 launch=Launch((32 * p.num_warps, 1, 1), 0, grid(p)))
                 for p in points}
 
 
@@ -59,7 +61,7 @@ def test_the_walk_moves_several_steps_while_a_neighbour_beats_the_incumbent(tmp_
     assert len(set(compiler.compiled)) == len(compiler.compiled)  # each config seen once
     assert row["chosen"]["chronos"] == "walk" and abs(row["speedup"] - 1 / 0.8) < 1e-12
     confirm = backend.seen[-1]
-    assert [v.actions for v in confirm][0] == () and len(confirm) == 2  # the end beside stock alone
+    assert confirm[0].actions == () and len(confirm) == 2  # the end beside stock alone
     s = walk_summary([{"family": "f", **row}])
     assert s["moved"] == 1 and s["steps"] == 2 and abs(s["time_geomean"] - 1.25) < 1e-12
     assert s["v3_on_coordesc"]["kernels"] == 0

@@ -3,7 +3,15 @@ alike, only where the kernel's masks keep every element covered exactly once."""
 
 from __future__ import annotations
 
-from chronos.triton.blocks import MAX_BLOCK, MAX_ELEMENTS, block_keys, block_moves, masked
+from chronos.triton.blocks import (
+    MAX_BLOCK,
+    MAX_ELEMENTS,
+    MAX_WARPS,
+    block_keys,
+    block_moves,
+    masked,
+    walk_moves,
+)
 
 POINTWISE_MASKED = """
     xoffset = tl.program_id(0) * XBLOCK
@@ -57,3 +65,16 @@ def test_moves_stay_within_inductor_s_caps_and_the_element_budget():
 def test_only_block_constexprs_are_moved():
     assert block_keys({"XBLOCK": 8, "R0_BLOCK": 64, "YBLOCK": 2, "RSPLIT": 4, "num_warps": 4}) == [
         "XBLOCK", "R0_BLOCK", "YBLOCK"]
+
+
+def test_a_walk_also_moves_num_warps_alone_within_its_range():
+    moves = walk_moves({"XBLOCK": 1024}, 4, POINTWISE_MASKED, persistent=False)
+    alone = {m.label: m for m in moves if m.label.startswith("num_warps=")}
+    assert set(alone) == {"num_warps=8", "num_warps=2"}
+    assert all(m.kwargs == {"XBLOCK": 1024} for m in alone.values())
+    assert labels(moves) == sorted([*labels(block_moves({"XBLOCK": 1024}, 4, POINTWISE_MASKED, False)),
+                                    "num_warps=8", "num_warps=2"])
+    edge = walk_moves({"XBLOCK": 1024}, 1, POINTWISE_MASKED, persistent=False)
+    assert "num_warps=0" not in labels(edge) and "num_warps=2" in labels(edge)
+    top = walk_moves({"XBLOCK": 1024}, MAX_WARPS, POINTWISE_MASKED, persistent=False)
+    assert f"num_warps={2 * MAX_WARPS}" not in labels(top)

@@ -145,6 +145,7 @@ rule knob_census:
         "src/chronos/stages/measuring.py",
         "src/chronos/toolchain.py",
         "src/chronos/transforms",
+        "src/chronos/triton",
     output:
         "reports/knob_census.json",
     resources:
@@ -184,6 +185,7 @@ rule knob_ptx:
         "src/chronos/stages/measuring.py",
         "src/chronos/toolchain.py",
         "src/chronos/transforms",
+        "src/chronos/triton",
     output:
         "reports/knob_ptx.json",
     resources:
@@ -224,6 +226,7 @@ rule knob_blocks:
         "src/chronos/stages/measuring.py",
         "src/chronos/toolchain.py",
         "src/chronos/transforms",
+        "src/chronos/triton",
     output:
         "reports/knob_blocks.json",
     resources:
@@ -268,6 +271,7 @@ rule knob_anchors:
         "src/chronos/stages/measuring.py",
         "src/chronos/toolchain.py",
         "src/chronos/transforms",
+        "src/chronos/triton",
     output:
         "reports/knob_anchors.json",
     resources:
@@ -278,6 +282,51 @@ rule knob_anchors:
         "python -m chronos.stages.knob_anchors --params params.yaml --kernels data/kernels"
         " --joint-parts data/knob_ptx --blocks-parts data/knob_blocks --parts data/knob_anchors"
         " --store data/store/measurements.sqlite --out reports/knob_anchors.json --backend replay"
+
+
+# The walk over each Inductor kernel's config (issue #28 item 4): several moves of block sizes and num_warps,
+# each one comparison, from stock's config (bit-exact) and from coordinate descent's, PTX on top, the ends
+# chosen beside the earlier v3 winner; on a GPU measured (data/knob_walk/, configs compiled into
+# data/kernels/captured/<w>/walk.json), else replayed from the store.
+rule knob_walk:
+    input:
+        "data/knob_walk",
+        "data/knob_anchors",
+        "data/knob_blocks",
+        "data/knob_ptx",
+        "data/kernels/captured",
+        "data/store/measurements.sqlite",
+        "data/store/atlas.sqlite",
+        "src/chronos/actions.py",
+        "src/chronos/config",
+        "src/chronos/errors.py",
+        "src/chronos/features",
+        "src/chronos/files.py",
+        "src/chronos/gpu.py",
+        "src/chronos/kernels",
+        "src/chronos/measure",
+        "src/chronos/progress.py",
+        "src/chronos/ptx",
+        "src/chronos/sass.py",
+        "src/chronos/search",
+        "src/chronos/stages/__init__.py",
+        "src/chronos/stages/common.py",
+        "src/chronos/stages/knob_sections.py",
+        "src/chronos/stages/knob_walk.py",
+        "src/chronos/stages/measuring.py",
+        "src/chronos/toolchain.py",
+        "src/chronos/transforms",
+        "src/chronos/triton",
+    output:
+        "reports/knob_walk.json",
+    resources:
+        gpu=1,  # opens a measurement backend: on a GPU host it measures
+    params:
+        tracked=tracked_params("measure", "search.greedy", "search.knob_census", "timing"),
+    shell:
+        "python -m chronos.stages.knob_walk --params params.yaml --kernels data/kernels"
+        " --joint-parts data/knob_ptx --blocks-parts data/knob_blocks --parts data/knob_walk"
+        " --store data/store/measurements.sqlite --out reports/knob_walk.json --backend replay"
 
 
 # Seeded random search in time (issue #14), the comparator for headroom's greedy: random v2 sets beside the

@@ -61,16 +61,15 @@ def anchors_kernel(spec, folder: Path, chronos: Variant | None, backend, timing,
     if not anchors:  # every tuner kept stock's config or has no anchor here: nothing of theirs to time
         return {**row, "best": {"actions": [], "verdict": "none"}, "speedup": 1.0}
     first = [stock, *anchors.values(), *([chronos] if chronos is not None else [])]
-    if len(first) > 1:
-        cmp = backend.compare(spec, first, timing)
-        if not cmp.baseline.valid:
-            return {"kernel": spec.kernel, "error": f"stock invalid ({cmp.baseline.reason})"}
-        rows = [{"action": "+".join(v.actions), **time_row(cmp, i, timing, min_gain)}
-                for i, v in enumerate(first[1:], 1)]
-        for mode, r in zip(anchors, rows, strict=False):
-            row["anchors"][mode] = r
-        if chronos is not None:
-            row["chronos"] = rows[-1]
+    cmp = backend.compare(spec, first, timing)
+    if not cmp.baseline.valid:
+        return {"kernel": spec.kernel, "error": f"stock invalid ({cmp.baseline.reason})"}
+    rows = [{"action": "+".join(v.actions), **time_row(cmp, i, timing, min_gain)}
+            for i, v in enumerate(first[1:], 1)]
+    for mode, r in zip(anchors, rows, strict=False):
+        row["anchors"][mode] = r
+    if chronos is not None:
+        row["chronos"] = rows[-1]
     contenders = (*row["anchors"].values(), row.get("chronos") or {})
     timed = [r for r in contenders if r.get("verdict") == FASTER]
     fastest = min(timed, key=lambda r: r["ratio"]) if timed else None
@@ -143,11 +142,9 @@ def anchors_summary(rows: list[dict]) -> dict:
                      "not_launched": sum(1 for r in rs if "launched no kernel" in str(r.get("reason", "")))}
     timed = [r for r in done if any("ratio" in a for a in r["anchors"].values())]
     head: dict = {"kernels": len(timed)}
-    for name in (*MODES, "chronos"):
-        sp = [(speedup_of(r["chronos"]) if "chronos" in r else 1.0) if name == "chronos"
-              else speedup_of(r["anchors"].get(name, {})) for r in timed]
-        sp = [s for s in sp if s is not None]
-        head[name] = geomean(sp) if sp else None
+    for name in MODES:
+        head[name] = _geomean_of([speedup_of(r["anchors"].get(name, {})) for r in timed])
+    head["chronos"] = _geomean_of([speedup_of(r["chronos"]) if "chronos" in r else 1.0 for r in timed])
     head["coordesc_ptx"] = _geomean_of([coordesc_ptx(r) for r in timed])
     out["head_to_head"] = head
     ch = [s for s in (speedup_of(r["chronos"]) for r in done if "chronos" in r) if s is not None]

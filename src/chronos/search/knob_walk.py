@@ -221,13 +221,17 @@ def on_coordesc(row: dict) -> float | None:
 
 
 def walk_summary(rows: list[dict]) -> dict:
-    """Counts; the geomean of Chronos v3's confirmed strict speedups after the walk (1.0 where none);
+    """Counts; the share of the strict walks' timed configs that kept stock's bits; the geomean of Chronos
+    v3's confirmed strict speedups after the walk (1.0 where none);
     with coordinate descent's configs admitted where bit-exact; how many walks moved and how far; the walk
     from coordinate descent's config over its kernel (`v3_on_coordesc`)."""
     done = [r for r in rows if "best" in r]
     moved = [r for r in done if r.get("walk") and r["walk"][0]["chosen"] != "stop"]
     on = [s for s in map(on_coordesc, done) if s is not None]
+    timed = [c for r in done for t in r.get("walk", []) if not t.get("ptx_on_top") for c in t["candidates"]
+             if "ratio" in c]
     return {"kernels": len(rows), "measured": len(done),
+            "exact_share": sum(map(bit_exact, timed)) / len(timed) if timed else None,
             "faster": sum(r["best"].get("verdict") == FASTER for r in done),
             "time_geomean": geomean([r["speedup"] for r in done]) if done else None,
             "with_coordesc": geomean([r["with_coordesc"] for r in done]) if done else None,

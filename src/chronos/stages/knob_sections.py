@@ -1,6 +1,6 @@
-"""The shell that stages knob_census, knob_ptx, knob_blocks and knob_anchors share (not a stage itself):
-arguments, the backend, the per-kernel loop over the captured families (chronos.search.knob_census,
-.knob_ptx, .knob_blocks, .knob_anchors) and the report."""
+"""The shell that stages knob_census, knob_ptx, knob_blocks, knob_anchors and knob_walk share (not a stage
+itself): arguments, the backend, the per-kernel loop over the captured families (chronos.search.knob_census,
+.knob_ptx, .knob_blocks, .knob_anchors, .knob_walk) and the report."""
 
 from __future__ import annotations
 
@@ -21,7 +21,6 @@ from chronos.search.knob_ptx import joint_kernel, joint_summary, knob_winner
 from chronos.search.knob_walk import walk_kernel, walk_summary
 from chronos.stages.common import command_line, run_stage, write_json
 from chronos.stages.measuring import add_backend_arguments, open_backend
-from chronos.triton.walk_manifest import ManifestCompiler
 
 SUMMARIES = {"knob_census": knob_summary, "knob_ptx": joint_summary, "knob_blocks": blocks_summary,
              "knob_anchors": anchors_summary, "knob_walk": walk_summary}
@@ -73,8 +72,11 @@ def measurer(args, folder: Path, family: str, backend, timing, min_gain: float, 
 
 
 def walk_compiler(args, folder: Path):
-    """Replay reads the walks' configs from walk.json; --compile (the GPU image) compiles what it lacks."""
+    """Replay reads the walks' configs from walk.json; --compile (the GPU image) compiles what it lacks.
+    Imported here: the other sections do not depend on chronos.triton."""
     if not args.compile:
+        from chronos.triton.walk_manifest import ManifestCompiler
+
         return ManifestCompiler(folder)
     from chronos.triton.walk_compile import TritonCompiler
 
@@ -129,7 +131,8 @@ def run(args, cfg) -> int:
     by_family = {f: [r for r in rows if r.get("family") == f] for f in kcfg.families}
     out = {"section": args.section, "provenance": prov,
            "params": {"families": list(kcfg.families), "per_family": kcfg.per_family,
-                      "timing": timing.to_json()},
+                      "timing": timing.to_json(),
+                      **({"walk_steps": args.walk_steps} if args.section == "knob_walk" else {})},
            "summary": {f: {**summarize(rs), **time_shares(weights[f], rs)}
                        for f, rs in by_family.items()},
            "disagreements": [r["kernel"] for r in rows if r.get("as_recorded") is False],
@@ -173,6 +176,6 @@ def time_shares(weight: dict[str, float], rows: list[dict]) -> dict:
 
 
 def main(section: str, doc: str, argv: list[str] | None) -> int:
-    """Run the stage of `section` (knob_census, knob_ptx, knob_blocks or knob_anchors)."""
+    """Run the stage of `section` (knob_census, knob_ptx, knob_blocks, knob_anchors or knob_walk)."""
     argv = sys.argv[1:] if argv is None else argv
     return run_stage(section, doc, add_arguments, run, ["--section", section, *argv])

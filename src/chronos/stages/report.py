@@ -4,12 +4,14 @@
 
 Reads reports/{baseline,greedy_results,bc_stats}.json (required) and, when present,
 reports/{random_results,oracle,predictions,training_result,triton_search,measure_triton_results,confirm,aa,
-captured,headroom,census,heldout,random_time,knob_census,knob_ptx}.json
+captured,headroom,census,heldout,random_time,knob_census,knob_ptx,knob_blocks,knob_anchors,
+knob_walk}.json
 and grpo_curves.csv, heldout_curves.csv. Writes reports/search_gemm_tile.csv,
 reports/figures/{search_gemm_tile,bc_curves,grpo_curves,triton_results,heldout_curves}.png,
 reports/metrics.json (for `dvc exp show`; the Triton tiers nested under "triton", the A/A test under "aa",
 the captured workloads under "capture", "tune", "e2e", the headroom search, census and held-out evaluation
-under "v2", the compile-knob census under "knobs", knobs with PTX on top under "v3") and reports/README.md.
+under "v2", the compile-knob census under "knobs", the joint space under "v3" (its latest step: the walk
+where it ran), Inductor's tuners under "anchor" and "v3_on_coordesc") and reports/README.md.
 Every number comes from those files (the verdicts' confidence and min_gain from the Triton runs' params,
 params.yaml's where none ran); nothing is measured here.
 A missing required input, or any input that is truncated or corrupt, is a one-line error naming the file
@@ -34,6 +36,7 @@ from chronos.report.tables import (
     search_table,
     summary_metrics,
 )
+from chronos.report.walk import walk_metrics, walk_section
 from chronos.stages.common import read_json, run_stage, write_json
 
 REQUIRED = {"baseline": "baseline report", "greedy_results": "greedy results", "bc_stats": "BC stats"}
@@ -45,7 +48,7 @@ OPTIONAL = {"random_results": "random-search results", "oracle": "oracle report"
             "random_time": "random search in time", "reliability": "bad-input benchmark",
             "knob_census": "compile-knob census", "knob_ptx": "knobs with PTX actions on top",
             "knob_blocks": "block sizes beside the knob winners",
-            "knob_anchors": "Inductor's tuners as anchors"}
+            "knob_anchors": "Inductor's tuners as anchors", "knob_walk": "the walk over Inductor configs"}
 
 
 def _read_inputs(reports: Path) -> dict:
@@ -94,6 +97,7 @@ def _body(args, cfg) -> None:
         for tuner, v in tuners.items():
             metrics.setdefault("anchor", {}).setdefault(w, {}).setdefault(tuner, {}).update(v)
     metrics.update(knob)
+    walk_metrics(x["knob_walk"], metrics)
     if x["reliability"]:  # benchmarks/bench_reliability.py: bad input through the CLI, counted
         metrics["reliability"] = {k: x["reliability"][k] for k in ("inputs_tried", "tracebacks", "silent")}
     if (r / "heldout_curves.csv").is_file() and x["heldout"]:
@@ -105,7 +109,8 @@ def _body(args, cfg) -> None:
                                                x["heldout"], knob_section(x["knob_census"], x["knob_ptx"],
                                                                             x["knob_blocks"])
                                                + anchors_section(metrics.get("anchor", {}))
-                                               + kernel_anchors_section(x["knob_anchors"])))
+                                               + kernel_anchors_section(x["knob_anchors"])
+                                               + walk_section(x["knob_walk"], x["knob_blocks"])))
     print(f"report: {json.dumps(metrics)}")
 
 

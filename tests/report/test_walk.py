@@ -1,0 +1,36 @@
+"""The walk (stage knob_walk) in metrics and in reports/README.md: it gives v3 its latest numbers, keeping
+the block step's geomean beside them, and v3_on_coordesc its knob-and-PTX number beside the PTX-only one."""
+
+from __future__ import annotations
+
+from chronos.report.walk import walk_metrics, walk_section
+
+
+def _summary(**over):
+    s = {"kernels": 24, "measured": 24, "faster": 16, "time_geomean": 1.08, "exact_share": 1.0,
+         "with_coordesc": 1.09, "walked": 22, "moved": 14, "steps": 19, "chose_walk": 7,
+         "v3_on_coordesc": {"kernels": 5, "faster": 4, "time_geomean": 1.031}}
+    return {**s, **over}
+
+
+def test_the_walk_gives_v3_its_latest_numbers_and_keeps_the_earlier_ones_beside_them():
+    walk = {"provenance": {"gpu": "NVIDIA H100 80GB HBM3"}, "params": {"walk_steps": 4},
+            "summary": {"captured/llama": _summary(),
+                        "captured/flex": _summary(measured=0)}}
+    metrics = {"v3": {"llama": {"time_geomean": 1.0759}, "flex": {"time_geomean": 1.0447}},
+               "v3_on_coordesc": {"llama": {"time_geomean": 1.016}}}
+    walk_metrics(walk, metrics)
+    llama = metrics["v3"]["llama"]
+    assert llama["time_geomean"] == 1.08 and llama["before_walk"] == 1.0759
+    assert llama["gpu"] == "H100 80GB HBM3"
+    assert metrics["v3"]["flex"] == {"time_geomean": 1.0447}  # not measured by the walk: kept
+    assert metrics["v3_on_coordesc"]["llama"] == {"kernels": 5, "faster": 4, "time_geomean": 1.031,
+                                                  "ptx_only": 1.016}
+    blocks = {"summary": {"captured/llama": {"time_geomean": 1.0759}}}
+    lines = walk_section(walk, blocks)
+    head = next(ln for ln in lines if ln.startswith("| workload"))
+    rows = [ln for ln in lines if ln.startswith("| llama")]
+    assert len(rows) == 1 and rows[0].count("|") == head.count("|")
+    assert "1.0759×" in rows[0] and "1.0800×" in rows[0] and "14/22 (19)" in rows[0]
+    assert "walk_steps = 4" in "".join(lines)
+    assert walk_section(None, None) == [] and walk_metrics(None, {}) is None
