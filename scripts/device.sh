@@ -25,9 +25,9 @@
 #     walk_roots         each selected Inductor kernel's module and stock config (make_walk_roots; $WORKLOADS)
 #     knob_walk          stage knob_walk measured: walks over each kernel's config, compiled here (--compile;
 #                        REMEASURE=1: the recorded kernels timed again, parts kept: a repeat)
-#     e2e_v3             per workload of $WORKLOADS (default flex): Chronos v3's DB from the knob_ptx and
-#                        knob_blocks parts, then scripts/e2e_one_process.py with it (ROUNDS, default 30;
-#                        ANCHORS="max_autotune coordesc": Inductor's tuners beside it, step by step)
+#     e2e_v3             per workload of $WORKLOADS (default flex): Chronos v3's DB from the knob_ptx,
+#                        knob_blocks and knob_walk parts, then scripts/e2e_one_process.py with it (ROUNDS,
+#                        default 30; ANCHORS="max_autotune coordesc": Inductor's tuners beside it, step by step)
 #                        -> data/kernels/captured/<w>/e2e-one-process.json
 #     PATH.py            a research or benchmark script (experiments/..., benchmarks/...) with $ARGS
 #     RULE               a pipeline rule that measures (baseline, aa, greedy_kernel, random_search, atlas,
@@ -131,6 +131,7 @@ print(','.join(workload(n).name for n in (sys.argv[1].split() or NAMES)))" "${WO
       local w; for w in ${WORKLOADS:-flex}; do
         python3 -m chronos.cli tune "data/kernels/captured/$w" --merge-only --db "/tmp/v3-$w.sqlite" \
           --parts /tmp/no-tune-parts --configs-from "data/knob_ptx/captured/$w" "data/knob_blocks/captured/$w" \
+          "data/knob_walk/captured/$w" \
           | grep "v3 winners" &&
           python3 scripts/e2e_one_process.py "$w" --db "/tmp/v3-$w.sqlite" --rounds "${ROUNDS:-30}" \
             --round-seconds 0.3 --out "data/kernels/captured/$w/e2e-one-process.json" \

@@ -133,3 +133,42 @@ def test_flex_s_row_block_winners_enter_the_db_as_configs_with_their_ptx_on_the_
     assert (forward.stock.num_warps, forward.tuned.num_warps) == (8, 4)
     assert forward.verification["bit_exact"] is True
     assert got["ptx_entries"] >= 2  # reorder_lf and st_l1_evict_first on the edited templates' PTX
+
+
+def test_a_walk_s_end_deploys_as_its_whole_config_with_its_ptx_on_the_walk_s_own_variant(tmp_path):
+    from chronos.kernels.spec import load_specs
+    from chronos.search.knob_ptx import on_top
+    from chronos.triton.tuned_db import ptx_identity_sha256
+    from chronos.tuning.config_db import latest_parts, winner_ptx
+
+    assert config_change("walk:NUM_STAGES=4,XBLOCK=16,num_warps=1,num_stages=1") == {
+        "kwargs": {"NUM_STAGES": 4, "XBLOCK": 16}, "num_warps": 1, "num_stages": 1}
+    assert config_change("NUM_STAGES=4") is None  # outside a walk's label, only block sizes and knobs
+    bert = ROOT / "data" / "kernels" / "captured" / "bert"
+    stages = [ROOT / "data" / s / "captured" / "bert" for s in ("knob_ptx", "knob_blocks", "knob_walk")]
+    parts = latest_parts(stages)
+    firsts = {p: (json.loads(p.read_text())["best"].get("actions") or [""])[0] for p in parts}
+    walked = [p for p, first in firsts.items() if first.startswith("walk:")]
+    assert len(walked) >= 2 and all(p.parent == stages[-1] for p in walked)
+    db = tmp_path / "tuned.sqlite"
+    got = write_configs(bert, walked, db)
+    assert got["entries"] == len(walked) and not got["left_out"]
+    with_ptx = sum(len(json.loads(p.read_text())["best"]["actions"]) > 1 for p in walked)
+    assert got["ptx_entries"] == with_ptx > 0
+    with TunedDB(db) as d:
+        entries = {e.provenance["kernel"]: e for e in config_entries(d)}
+    specs = {s.kernel: s for s in load_specs(bert / "specs.json")}
+    for p in walked:
+        row = json.loads(p.read_text())
+        label, *ptx = row["best"]["actions"]
+        e = entries[row["kernel"]]
+        change = config_change(label)
+        assert e.tuned.kwargs == change["kwargs"] and e.tuned.kwargs.keys() == e.stock.kwargs.keys()
+        assert (e.tuned.num_warps, e.tuned.num_stages) == (change["num_warps"], change["num_stages"])
+        assert e.stock != e.tuned and e.verification["bit_exact"] and e.ratio == row["best"]["ratio"]
+        root, tuned = winner_ptx(bert, specs[row["kernel"]], row["best"]["actions"])
+        if ptx:  # the PTX on top is the variant the walk timed: its end with those actions
+            from chronos.kernels.variant import Variant
+            end = Variant(specs[row["kernel"]], root, (label,))
+            timed = next(v for v in on_top(specs[row["kernel"]], end) if list(v.actions) == [label, *ptx])
+            assert ptx_identity_sha256(timed.ptx) == ptx_identity_sha256(tuned)

@@ -145,7 +145,6 @@ rule knob_census:
         "src/chronos/stages/measuring.py",
         "src/chronos/toolchain.py",
         "src/chronos/transforms",
-        "src/chronos/triton",
     output:
         "reports/knob_census.json",
     resources:
@@ -185,7 +184,6 @@ rule knob_ptx:
         "src/chronos/stages/measuring.py",
         "src/chronos/toolchain.py",
         "src/chronos/transforms",
-        "src/chronos/triton",
     output:
         "reports/knob_ptx.json",
     resources:
@@ -226,7 +224,6 @@ rule knob_blocks:
         "src/chronos/stages/measuring.py",
         "src/chronos/toolchain.py",
         "src/chronos/transforms",
-        "src/chronos/triton",
     output:
         "reports/knob_blocks.json",
     resources:
@@ -271,7 +268,6 @@ rule knob_anchors:
         "src/chronos/stages/measuring.py",
         "src/chronos/toolchain.py",
         "src/chronos/transforms",
-        "src/chronos/triton",
     output:
         "reports/knob_anchors.json",
     resources:

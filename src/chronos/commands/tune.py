@@ -77,8 +77,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--merge-only", action="store_true", help="only write --db from existing parts")
     p.add_argument("--configs-from", type=Path, nargs="+", metavar="PARTS",
                    help="with --db: Chronos v3's confirmed winners in these compile-knob stage parts "
-                        "(data/knob_ptx/<w>, data/knob_blocks/<w>; a later folder's part of a kernel "
-                        "supersedes an earlier one's): each one's config and PTX actions")
+                        "(data/knob_ptx/<w>, data/knob_blocks/<w>, data/knob_walk/<w>; a later folder's "
+                        "part of a kernel supersedes an earlier one's): each one's config and PTX actions")
     p.add_argument("--backend", choices=("gpu", "replay", "auto"), default="auto")
     p.add_argument("--store", type=Path, help="the measurement store: replay answers from it, gpu records "
                                               "into it (default: DIR/measurements.sqlite)")

@@ -47,7 +47,8 @@ def add_arguments(ap) -> None:
 
 def measurer(args, folder: Path, family: str, backend, timing, min_gain: float, compilers: dict):
     """The section's measurement of one kernel of `family` (a row); earlier steps come from their parts.
-    `compilers`: knob_walk's compiler per family, made on first use."""
+    `compilers`: knob_walk's compiler per family, made on first use by `args.walk_compiler(args, folder)`
+    (stage knob_walk gives it: only that stage depends on chronos.triton)."""
     section = args.section
 
     def measure(spec) -> dict:
@@ -63,24 +64,12 @@ def measurer(args, folder: Path, family: str, backend, timing, min_gain: float, 
         won = v3_winner(spec, folder, parts, family)
         if section == "knob_walk":
             if family not in compilers:
-                compilers[family] = walk_compiler(args, folder)
+                compilers[family] = args.walk_compiler(args, folder)
             return walk_kernel(spec, folder, won, compilers[family], backend, timing, min_gain,
                                args.walk_steps)
         return anchors_kernel(spec, folder, won, backend, timing, min_gain)
 
     return measure
-
-
-def walk_compiler(args, folder: Path):
-    """Replay reads the walks' configs from walk.json; --compile (the GPU image) compiles what it lacks.
-    Imported here: the other sections do not depend on chronos.triton."""
-    if not args.compile:
-        from chronos.triton.walk_manifest import ManifestCompiler
-
-        return ManifestCompiler(folder)
-    from chronos.triton.walk_compile import TritonCompiler
-
-    return TritonCompiler(folder)
 
 
 def settler(args, folder: Path, family: str):
@@ -175,7 +164,11 @@ def time_shares(weight: dict[str, float], rows: list[dict]) -> dict:
             "triton_time_speedup": total / (total - saved) if total else None}
 
 
-def main(section: str, doc: str, argv: list[str] | None) -> int:
+def main(section: str, doc: str, argv: list[str] | None, walk_compiler=None) -> int:
     """Run the stage of `section` (knob_census, knob_ptx, knob_blocks, knob_anchors or knob_walk)."""
     argv = sys.argv[1:] if argv is None else argv
-    return run_stage(section, doc, add_arguments, run, ["--section", section, *argv])
+    def run_section(args, cfg) -> int:
+        args.walk_compiler = walk_compiler
+        return run(args, cfg)
+
+    return run_stage(section, doc, add_arguments, run_section, ["--section", section, *argv])

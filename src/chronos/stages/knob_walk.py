@@ -13,12 +13,24 @@ knob_census's section of that name. On the GPU image `--compile` compiles the co
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from chronos.stages import knob_sections
+from chronos.triton.walk_manifest import ManifestCompiler
+
+
+def walk_compiler(args, folder: Path):
+    """Replay reads the walks' configs from walk.json; --compile (the GPU image, torch and Triton) compiles
+    what it lacks."""
+    if not args.compile:
+        return ManifestCompiler(folder)
+    from chronos.triton.walk_compile import TritonCompiler
+
+    return TritonCompiler(folder)
 
 
 def main(argv: list[str] | None = None) -> int:
-    return knob_sections.main("knob_walk", __doc__, argv)
+    return knob_sections.main("knob_walk", __doc__, argv, walk_compiler)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,9 @@ from chronos.measure.numerics import bit_exact
 from chronos.measure.verdicts import FASTER
 
 KNOB = re.compile(r"^(num_warps|num_stages|maxnreg)=(\d+)$")
+CONSTEXPR = re.compile(r"^([A-Z][A-Z0-9_]*)=(\d+)$")
+WALK = "walk:"
+"""A walk's end (chronos.search.knob_walk): its whole config, every constexpr of it named."""
 BLOCK = re.compile(r"^([XYZ]|R\d_)BLOCK=(\d+)$")
 ROW = re.compile(r"^(BLOCK_(?:M|N1|M2))=(\d+)$")
 """A template's row block (chronos.triton.template_blocks): folded into the template's source and its
@@ -29,13 +32,15 @@ launch grid; deployed by chronos.triton.deploy_rows (a tuned constexpr the stock
 
 
 def config_change(label: str) -> dict | None:
-    """"num_warps=8" / "XBLOCK=2048,num_warps=8" -> {"num_warps": 8, "kwargs": {"XBLOCK": 2048}}; None for a
-    label that is not a compile config (a PTX action)."""
+    """"num_warps=8" / "XBLOCK=2048,num_warps=8" -> {"num_warps": 8, "kwargs": {"XBLOCK": 2048}}; a walk's
+    "walk:XBLOCK=16,num_warps=1,num_stages=1" likewise (any constexpr of its config); None for a label that
+    is not a compile config (a PTX action)."""
+    walked = label.startswith(WALK)
     out: dict = {"kwargs": {}}
-    for part in label.split(","):
+    for part in label.removeprefix(WALK).split(","):
         if m := KNOB.match(part):
             out[m.group(1)] = int(m.group(2))
-        elif m := BLOCK.match(part) or ROW.match(part):
+        elif m := BLOCK.match(part) or ROW.match(part) or (walked and CONSTEXPR.match(part)):
             out["kwargs"][part.split("=")[0]] = int(m.group(2))
         else:
             return None
@@ -92,10 +97,12 @@ def decision(row: dict) -> tuple[dict | None, str]:
 
 
 def winner_bit_exact(row: dict) -> bool:
-    """Every measurement of the row's winner kept stock's bits."""
+    """Every measurement of the row's winner kept stock's bits (a walk's row: where it was chosen and where
+    it was confirmed)."""
     best = row["best"]
     label = "+".join(best["actions"])
-    measured = [c for c in [*row.get("candidates", []), *row.get("blocks", [])]
+    judged = [*(row.get("choosing") or {}).values(), *(row.get("confirming") or {}).values()]
+    measured = [c for c in [*row.get("candidates", []), *row.get("blocks", []), *judged]
                 if c.get("action") == label or c.get("actions") == best["actions"]]
     return bool(measured) and all(bit_exact(c) for c in measured)
 
@@ -112,6 +119,8 @@ def winner_ptx(folder: Path, spec, actions: list[str]) -> tuple[str, str]:
     label, ptx_actions = split_winner(actions)
     if label is None:
         root = read_ptx(folder / "specs.json", spec)
+    elif label.startswith(WALK):
+        root = walk_root(folder, spec, label)
     else:
         made = knob_variants(folder, spec)[0] if KNOB.match(label) else block_variants(folder, spec)[0]
         found = next((v for v in made if v.actions == (label,)), None)
@@ -126,9 +135,31 @@ def winner_ptx(folder: Path, spec, actions: list[str]) -> tuple[str, str]:
     return root, emit(tuned)
 
 
+def walk_root(folder: Path, spec, label: str) -> str:
+    """The PTX of a walk's end, as the walk compiled it (the workload's walk.json)."""
+    from chronos.kernels.variant import Variant
+    from chronos.search.knob_walk import Point
+    from chronos.triton.walk_manifest import ManifestCompiler
+
+    compiler = ManifestCompiler(folder)
+    entry = compiler.entry(spec)
+    change = config_change(label)
+    if entry is None or change is None:
+        raise ChronosError(f"{spec.kernel}: no walk root in {folder / 'walk.json'} for its winner {label}")
+    stock = entry["stock"]
+    point = Point.of({"kwargs": {**stock["kwargs"], **change["kwargs"]},
+                      "num_warps": change.get("num_warps", stock["num_warps"]),
+                      "num_stages": change.get("num_stages", stock["num_stages"])})
+    got = compiler.variants(spec, [point])[point.label]
+    if not isinstance(got, Variant):
+        raise ChronosError(f"{spec.kernel}: its winner {label} has no compiled variant ({got['reason']})")
+    return got.ptx
+
+
 def latest_parts(folders: list[Path]) -> list[Path]:
     """Per kernel its part of the latest stage that has one (`folders` in stage order: the joint step's
-    parts, then the block step's, which measured beside the joint step's winner and supersedes it)."""
+    parts, then the block step's, which measured beside the joint step's winner and supersedes it, then
+    the walk's, which chose beside the block step's winner)."""
     found: dict[str, Path] = {}
     for folder in folders:
         for path in sorted(Path(folder).glob("*.json")):
