@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 
 import pytest
 
 from chronos.config import MeasureConfig
 from chronos.errors import ConfigError, StoreError
-from chronos.measure.store import Record, Store
+from chronos.measure.store import Record, Store, now_stamp
 
 
 def rec(**kw) -> Record:
@@ -179,6 +180,19 @@ def test_a_changed_comparison_body_fails_its_checksum(tmp_path):
     _flip_time(path, "comparisons", "UPDATE comparisons SET body = '{\"event_ms\": [0.0133]}'")
     with pytest.raises(StoreError, match=f"{path}: comparisons row 1 fails its checksum"):
         Store(path, readonly=True).latest_comparison("k", "ck", "th")
+
+
+def test_a_comparison_is_answered_as_the_store_stood_at_a_time(tmp_path):
+    s = Store(tmp_path / "m.sqlite")
+    prov = {"gpu": "G", "driver": "d", "ptxas": "13.0.88"}
+    first = s.insert_comparison("k", "ck", "th", prov, {"event_ms": [0.0123]})
+    time.sleep(0.002)  # stamps have microseconds: the two differ
+    later = s.insert_comparison("k", "ck", "th", prov, {"event_ms": [0.0456]})  # another stage, same key
+    assert first < later <= now_stamp()
+    assert s.latest_comparison("k", "ck", "th")[0] == {"event_ms": [0.0456]}  # the newest by default
+    got = s.latest_comparison("k", "ck", "th", not_after=first)
+    assert got[0] == {"event_ms": [0.0123]} and got[1]["created_at"] == first
+    assert s.latest_comparison("k", "ck", "th", not_after="2000-01-01T00:00:00.000000Z") is None
 
 
 def test_values_round_trip_through_their_checksum(tmp_path):

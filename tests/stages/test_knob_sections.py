@@ -44,3 +44,25 @@ def test_selected_by_measured_time_the_budget_goes_to_the_largest_shares_of_ever
     in_order = measuring_order(kernels, SimpleNamespace(families=families, per_family=4, select="profile"),
                                weights)
     assert [f for f, _ in in_order] == ["captured/llama"] * 4 + ["captured/flex"] * 4
+
+
+def test_a_part_records_when_it_was_recorded_and_replay_answers_as_the_store_stood_then(tmp_path):
+    from types import SimpleNamespace
+
+    from chronos.measure.store import now_stamp
+    from chronos.search.knob_census import census_family
+    from chronos.stages.knob_sections import pin_part
+
+    spec = SimpleNamespace(kernel="k")
+    row = {"kernel": "k", "best": {"actions": ["a"], "verdict": "faster"}, "speedup": 1.1}
+    before = now_stamp()
+    census_family("f", [(0, spec)], lambda s: dict(row), tmp_path, replay=False, out_of_budget=lambda: False,
+                  provenance=lambda: {"gpu": "G"})
+    prov = json.loads((tmp_path / "f" / "k.json").read_text())["provenance"]
+    assert prov["gpu"] == "G" and before <= prov["recorded_at"] <= now_stamp()
+    backend, pinned = SimpleNamespace(gpu=None, not_after=None), []
+    got = census_family("f", [(0, spec)], lambda s: dict(row), tmp_path, replay=True,
+                        out_of_budget=lambda: False, provenance=dict,
+                        pin=lambda p: (pinned.append(p), pin_part(backend, p)))
+    assert pinned == [prov] and (backend.gpu, backend.not_after) == ("G", prov["recorded_at"])
+    assert got[0]["as_recorded"] is True

@@ -277,6 +277,9 @@ class ReplayBackend:
                                repro=f"python -m chronos.stages.baseline --backend gpu --store {self.path}")
         self.store = Store(self.path, readonly=True)
         self.gpu = gpu
+        self.not_after: str | None = None
+        """Comparisons created at this store time or before only (a part's recorded_at: replay answers as
+        the store stood when the part was recorded, not with a later stage's timing of the same key)."""
         self._last: Record | None = None
         self._cmp_prov: dict | None = None  # of the last replayed comparison
         self.atlas = atlas

@@ -34,6 +34,7 @@ class ReplaySide(Protocol):
     config: MeasureConfig
     store: Store
     gpu: str | None
+    not_after: str | None
     path: Path
 
 
@@ -68,7 +69,7 @@ def replay_compare(backend: ReplaySide, spec: KernelSpec, variants: list[Variant
     _check(spec, variants)
     th = timing.timing_hash(backend.config.config_hash())
     key = contenders_key([v.key for v in variants])
-    hit = backend.store.latest_comparison(spec.kernel, key, th, gpu=backend.gpu)
+    hit = backend.store.latest_comparison(spec.kernel, key, th, gpu=backend.gpu, not_after=backend.not_after)
     if hit is None:
         raise ComparisonMissError(spec.kernel, _labels(variants), key, th, backend.path)
     return Comparison.from_json({**hit[0], "provenance": hit[1]})

@@ -166,6 +166,11 @@ def sqlite_errors(path: Path, what: str, doing: str = "read"):
         raise StoreError(f"cannot {doing} {what} {path}: {type(e).__name__}: {e}") from e
 
 
+def now_stamp() -> str:
+    """The store's timestamp form (UTC, microseconds): comparable as text with every created_at."""
+    return _now()
+
+
 def _now() -> str:
     t = time.time()
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t % 1 * 1e6):06d}Z"
@@ -300,14 +305,16 @@ class Store:
         return now
 
     def latest_comparison(self, kernel: str, contenders_key: str, timing_hash: str, *,
-                          gpu: str | None = None) -> tuple[dict, dict] | None:
-        """(body, {gpu, driver, ptxas, created_at}) of the newest comparison with this key, or None (also
-        for a store made before comparisons existed)."""
+                          gpu: str | None = None, not_after: str | None = None) -> tuple[dict, dict] | None:
+        """(body, {gpu, driver, ptxas, created_at}) of the newest comparison with this key (on `gpu`; created
+        at `not_after` or before), or None (also for a store made before comparisons existed)."""
         sql = (f"SELECT id, {', '.join(CMP_COLS)}, row_sha256 FROM comparisons WHERE kernel = ? AND "
                "contenders_key = ? AND timing_hash = ?")
         params = [kernel, contenders_key, timing_hash]
         if gpu is not None:
             sql, params = sql + " AND gpu = ?", [*params, gpu]
+        if not_after is not None:
+            sql, params = sql + " AND created_at <= ?", [*params, not_after]
         with self.lock, sqlite_errors(self.path, "measurement store"):
             if self.db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'comparisons'"
                                ).fetchone() is None:

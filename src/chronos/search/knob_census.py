@@ -20,6 +20,7 @@ from chronos.errors import ChronosError
 from chronos.kernels.spec import read_ptx, read_ptx_file
 from chronos.kernels.variant import Launch, Variant
 from chronos.measure.numerics import bit_exact
+from chronos.measure.store import now_stamp
 from chronos.measure.verdicts import FASTER, geomean
 from chronos.ptx.atomics import float_atomics
 from chronos.search.timed import time_row
@@ -95,15 +96,16 @@ def census_kernel(spec, folder: Path, backend, timing, min_gain: float) -> dict:
 
 
 def census_family(family: str, selected, measure, parts: Path, replay: bool, out_of_budget,
-                  provenance, label: str = "knob_census", settled=None, pin_gpu=None,
+                  provenance, label: str = "knob_census", settled=None, pin=None,
                   remeasure: bool = False) -> list[dict]:
     """`measure(spec)` (a row) for every selected kernel of a family (gpu: recorded into `parts`; replay:
     measured again from the store, `as_recorded` saying whether it chose the same). On a GPU a kernel whose
     part is recorded is taken as recorded (`from_part`), so that a run adds the kernels a new selection
     brings without spending GPU time on the others; `remeasure` times it again. `settled(spec)`: the row
     of a kernel decided without measuring (from committed files alone, alike on a GPU and in replay), or
-    None. `pin_gpu(gpu)`: in replay, called with the GPU a kernel's part was measured on before it is
-    measured again, so that a later stage's timing of the same contenders on another GPU cannot change it."""
+    None. `pin(provenance)`: in replay, called with a kernel's part's provenance before it is measured again
+    (the GPU it was measured on; `recorded_at`, the store time it was recorded at, where the part has it), so
+    that a later stage's timing of the same contenders, on another GPU or later, cannot change it."""
     rows = []
     for _, spec in selected:
         if settled is not None and (row := settled(spec)) is not None:
@@ -111,8 +113,8 @@ def census_family(family: str, selected, measure, parts: Path, replay: bool, out
             continue
         part = parts / family / f"{spec.kernel}.json"
         recorded = json.loads(part.read_text()) if part.is_file() else None
-        if replay and recorded is not None and pin_gpu is not None:
-            pin_gpu((recorded.get("provenance") or {}).get("gpu"))
+        if replay and recorded is not None and pin is not None:
+            pin(recorded.get("provenance") or {})
         if recorded is None and (replay or out_of_budget()):
             why = "not_measured (run this stage on a GPU)" if replay else "not_measured (budget)"
             row = {"kernel": spec.kernel, "error": why}
@@ -137,7 +139,8 @@ def _measured(spec, measure, recorded: dict | None, part: Path, provenance) -> d
         return {"kernel": spec.kernel, "error": " ".join(str(e).split())[:400]}
     if recorded is None and "error" not in row:
         part.parent.mkdir(parents=True, exist_ok=True)
-        part.write_text(json.dumps({**row, "provenance": provenance()}, indent=1) + "\n")
+        stamp = {**provenance(), "recorded_at": now_stamp()}  # after every comparison of the kernel
+        part.write_text(json.dumps({**row, "provenance": stamp}, indent=1) + "\n")
     elif recorded is not None and "error" not in row:
         row["as_recorded"] = recorded["best"]["actions"] == row["best"]["actions"]
     return row

@@ -3,11 +3,10 @@ where knob_blocks moves one, then the v2 PTX actions on top of where it stops.
 
 One step is one side-by-side comparison: stock, the incumbent and every config one move away that the walk
 has not seen (chronos.triton.blocks.walk_moves: a block size or num_warps one power of two up or down),
-each compiled from the kernel's Inductor module (`walk.json`; on a GPU image by
-chronos.triton.walk_compile, in replay read from that manifest by chronos.triton.walk_manifest: the
-compiler is passed in). The fastest admissible neighbour whose
-interval against the incumbent lies below 1 - min_gain becomes the incumbent; the walk stops where none
-does, or after `steps`. Admissible: bit-exact against stock in the walk from stock's config (strict, the
+each compiled from the kernel's Inductor module (`walk.json`; on a GPU image by chronos.triton.walk_compile,
+in replay read from that manifest by chronos.triton.walk_manifest: the compiler is passed in). The fastest
+admissible neighbour whose interval against the incumbent lies below 1 - min_gain becomes the incumbent;
+the walk stops where none does, or after `steps`. Admissible: bit-exact against stock in the walk from stock's config (strict, the
 Chronos v3 number); within the stage's tolerance in the walk from coordinate descent's config (Inductor's
 tuner changes numerics; each row still says whether it kept stock's bits).
 

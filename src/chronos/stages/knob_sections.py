@@ -109,7 +109,7 @@ def run(args, cfg) -> int:
             rows += census_family(family, [item], measure,
                                   parts, replay, lambda: time.perf_counter() - t0 > budget,
                                   backend.provenance, args.section, settler(args, folder, family),
-                                  lambda gpu: setattr(backend, "gpu", gpu),  # each part's own GPU
+                                  lambda prov: pin_part(backend, prov),
                                   remeasure=args.remeasure)
         prov = {**backend.provenance(), "command": command_line(args.section, args.argv[2:])}
     finally:
@@ -131,6 +131,12 @@ def run(args, cfg) -> int:
              for f, s in out["summary"].items()}
     print(f"{args.section}: {json.dumps(brief)}")
     return 1 if out["disagreements"] else 0
+
+
+def pin_part(backend, prov: dict) -> None:
+    """Replay a part as it was recorded: on its own GPU, from the comparisons the store held then (where
+    the part says when: `recorded_at`), not a later stage's timing of the same contenders."""
+    backend.gpu, backend.not_after = prov.get("gpu"), prov.get("recorded_at")
 
 
 def measuring_order(kernels: Path, kcfg, weights: dict[str, dict[str, float]]) -> list[tuple[str, tuple]]:
