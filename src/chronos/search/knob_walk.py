@@ -6,9 +6,9 @@ has not seen (chronos.triton.blocks.walk_moves: a block size or num_warps one po
 each compiled from the kernel's Inductor module (`walk.json`; on a GPU image by chronos.triton.walk_compile,
 in replay read from that manifest by chronos.triton.walk_manifest: the compiler is passed in). The fastest
 admissible neighbour whose interval against the incumbent lies below 1 - min_gain becomes the incumbent;
-the walk stops where none does, or after `steps`. Admissible: bit-exact against stock in the walk from stock's config (strict, the
-Chronos v3 number); within the stage's tolerance in the walk from coordinate descent's config (Inductor's
-tuner changes numerics; each row still says whether it kept stock's bits).
+the walk stops where none does, or after `steps`. Admissible: bit-exact against stock in the walk from
+stock's config (strict, the Chronos v3 number); within the stage's tolerance in the walk from coordinate
+descent's config (Inductor's tuner changes numerics; each row still says whether it kept stock's bits).
 
 Then, per kernel, one comparison holds stock, the earlier v3 winner (knob_blocks, else knob_ptx), both
 walks' ends and coordinate descent's kernel; the fastest bit-exact winner of Chronos's own (`chronos`) and
