@@ -455,6 +455,7 @@ rule report:
         "reports/knob_ptx.json",
         "reports/knob_blocks.json",
         "reports/knob_anchors.json",
+        "reports/knob_walk.json",
         "reports/reliability.json",
         "src/chronos/config",
         "src/chronos/errors.py",
