@@ -53,3 +53,17 @@ def test_a_committed_walk_replays_as_recorded():
     assert row["best"]["actions"] == part["best"]["actions"] and row["best"]["actions"][0].startswith(PREFIX)
     assert abs(row["speedup"] - part["speedup"]) < 1e-12 and row["speedup"] > 1.2
     assert [t["chosen"] for t in row["walk"]] == [t["chosen"] for t in part["walk"]]
+
+
+def test_a_broken_manifest_is_a_clear_error_naming_it(tmp_path):
+    import pytest
+
+    from chronos.errors import ChronosError
+
+    (tmp_path / "walk.json").write_text('{"kernels": [')
+    with pytest.raises(ChronosError, match=r"walk\.json: not a walk manifest .*make_walk_roots"):
+        ManifestCompiler(tmp_path)
+    (tmp_path / "walk.json").write_text('{"provenance": {}}')
+    with pytest.raises(ChronosError, match="not a walk manifest"):
+        ManifestCompiler(tmp_path)
+    assert ManifestCompiler(tmp_path / "absent").entry(_spec()) is None  # no manifest: no walk roots

@@ -10,6 +10,7 @@ import gzip
 import json
 from pathlib import Path
 
+from chronos.errors import ChronosError
 from chronos.kernels.spec import read_ptx_file
 from chronos.kernels.variant import Launch, Variant
 from chronos.search.knob_walk import PREFIX, Point
@@ -31,7 +32,13 @@ class ManifestCompiler:
     def __init__(self, folder: Path):
         self.folder = folder
         path = folder / MANIFEST
-        self.manifest = json.loads(path.read_text()) if path.is_file() else {"kernels": {}}
+        try:
+            self.manifest = json.loads(path.read_text()) if path.is_file() else {"kernels": {}}
+            self.manifest["kernels"].items()
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            why = f"{type(e).__name__}: {e}"
+            raise ChronosError(f"{path}: not a walk manifest ({why}); make it again on a GPU image: "
+                               "scripts/make_walk_roots.py, then stage knob_walk --compile") from None
         self._sources: dict[str, str] = {}
 
     def entry(self, spec) -> dict | None:
