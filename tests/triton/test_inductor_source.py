@@ -57,3 +57,24 @@ def test_the_config_the_capture_recorded_is_tried_first_even_outside_the_autotun
     got = build_kernel([str(MODULE)], NAME, ident, {"k": (ARGS, [512, 1, 1])}, recorded=ran)
     assert got["stock_config"] == ran and got["grid_checks"] == {"k": True}
     assert "error" in build_kernel([str(MODULE)], NAME, ident, {"k": (ARGS, [512, 1, 1])})
+
+
+def test_the_stock_grid_is_checked_per_launch_and_a_failing_grid_is_said(monkeypatch):
+    from types import SimpleNamespace
+
+    from chronos.triton import inductor_source
+
+    def grid(tuner, cfg, meta, args):
+        if args == "broken":
+            raise KeyError("xnumel")
+        return (args, 1, 1)
+
+    monkeypatch.setattr(inductor_source, "grid_for", grid)
+    got = inductor_source.stock_grid_checks(None, None, {}, {"a": (4, [4, 1, 1]), "b": (4, [8, 1, 1]),
+                                                            "c": ("broken", [1, 1, 1])})
+    assert got["a"] is True and got["b"] == "stock config gives (4, 1, 1), captured [8, 1, 1]"
+    assert got["c"].startswith("stock config gives KeyError")
+    assert inductor_source.is_persistent(SimpleNamespace(heuristic_type="HeuristicType.PERSISTENT_REDUCTION"),
+                                         "triton_red_x")
+    assert inductor_source.is_persistent(SimpleNamespace(), "triton_per_fused_sum")
+    assert not inductor_source.is_persistent(SimpleNamespace(heuristic_type="REDUCTION"), "triton_red_x")

@@ -111,6 +111,24 @@ def _variant(v: dict, compile_fn, ident: str, grids_of) -> dict:
     return {**v, "ptx_text": ptx, "num_warps": warps, "shared": shared, "grids": grids_of(meta)}
 
 
+def stock_grid_checks(tuner, cfg, meta: dict, launches: dict) -> dict:
+    """Per launch: True where Inductor's grid for the stock config gives the captured grid, else why not
+    (only those launches get a grid for a moved config)."""
+    checks = {}
+    for kernel, (args, grid) in launches.items():
+        try:
+            got = grid_for(tuner, cfg, meta, args)
+        except Exception as e:  # noqa: BLE001 - a grid Inductor cannot evaluate is said for its launch
+            got = error_text(e)
+        checks[kernel] = got == tuple(grid) or f"stock config gives {got}, captured {grid}"
+    return checks
+
+
+def is_persistent(tuner, name: str) -> bool:
+    """A persistent reduction (its R0_BLOCK covers the whole row: never moved)."""
+    return "PERSISTENT" in str(getattr(tuner, "heuristic_type", "")).upper() or name.startswith("triton_per_")
+
+
 def build_kernel(paths: list[str], name: str, ident: str, launches: dict,
                  recorded: dict | None = None, configs: dict | None = None) -> dict:
     """One kernel: its stock config (the first of the modules `paths` and its configs, `recorded` first, whose
@@ -122,17 +140,12 @@ def build_kernel(paths: list[str], name: str, ident: str, launches: dict,
     if found is None:
         return {"error": "no config of its Inductor source remade the stock PTX", "tried": errors[:4]}
     tuner, cfg, meta, source = found
-    out = {"source": source, "source_text": tuner.fn.src, "grid_checks": {},
+    out = {"source": source, "source_text": tuner.fn.src,
+           "grid_checks": stock_grid_checks(tuner, cfg, meta, launches),
            "stock_config": {"kwargs": dict(cfg.kwargs), "num_warps": cfg.num_warps,
                             "num_stages": cfg.num_stages},
            "heuristic": str(getattr(tuner, "heuristic_type", ""))}
-    for kernel, (args, grid) in launches.items():
-        try:
-            got = grid_for(tuner, cfg, meta, args)
-        except Exception as e:  # noqa: BLE001
-            got = error_text(e)
-        out["grid_checks"][kernel] = got == tuple(grid) or f"stock config gives {got}, captured {grid}"
-    persistent = "PERSISTENT" in out["heuristic"].upper() or name.startswith("triton_per_")
+    persistent = is_persistent(tuner, name)
     if configs is None:
         moves = [{"label": m.label, "kwargs": m.kwargs, "num_warps": m.num_warps}
                  for m in block_moves(dict(cfg.kwargs), cfg.num_warps, tuner.fn.src, persistent)]

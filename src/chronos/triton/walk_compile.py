@@ -91,20 +91,13 @@ def find_root(paths: list[str], name: str, ident: str, launches: dict, recorded:
     """A kernel's walk root: the module (its text) and config that remake the stock PTX (identity
     `ident`), whether its reduction is persistent, and per launch whether Inductor's grid for that config
     gives the captured grid (only those launches get a grid for a moved config); or {"error": ...}."""
-    from chronos.triton.inductor_source import error_text, find_stock, grid_for
+    from chronos.triton.inductor_source import find_stock, is_persistent, stock_grid_checks
 
     found, errors = find_stock(paths, name, ident, recorded)
     if found is None:
         return {"error": "no config of its Inductor source remade the stock PTX", "tried": errors[:4]}
     tuner, cfg, meta, path = found
-    checks = {}
-    for kernel, (args, grid) in launches.items():
-        try:
-            got = grid_for(tuner, cfg, meta, args)
-        except Exception as e:  # noqa: BLE001 - a grid Inductor cannot evaluate is said for its launch
-            got = error_text(e)
-        checks[kernel] = got == tuple(grid) or f"stock config gives {got}, captured {grid}"
-    heuristic = str(getattr(tuner, "heuristic_type", ""))
-    return {"module_text": Path(path).read_text(), "name": name, "ident": ident, "grid_checks": checks,
+    return {"module_text": Path(path).read_text(), "name": name, "ident": ident,
+            "grid_checks": stock_grid_checks(tuner, cfg, meta, launches),
             "stock": {"kwargs": dict(cfg.kwargs), "num_warps": cfg.num_warps, "num_stages": cfg.num_stages},
-            "persistent": "PERSISTENT" in heuristic.upper() or name.startswith("triton_per_")}
+            "persistent": is_persistent(tuner, name)}
