@@ -27,7 +27,8 @@
 #                        REMEASURE=1: the recorded kernels timed again, parts kept: a repeat)
 #     e2e_v3             per workload of $WORKLOADS (default flex): Chronos v3's DB from the knob_ptx,
 #                        knob_blocks and knob_walk parts, then scripts/e2e_one_process.py with it (ROUNDS,
-#                        default 30; ANCHORS="max_autotune coordesc": Inductor's tuners beside it, step by step)
+#                        default 30; ANCHORS="max_autotune coordesc": Inductor's tuners beside it, step by step;
+#                        GRAPHS=1: each set's CUDA graph of every phase timed, not Python steps)
 #                        -> data/kernels/captured/<w>/e2e-one-process.json
 #     PATH.py            a research or benchmark script (experiments/..., benchmarks/...) with $ARGS
 #     RULE               a pipeline rule that measures (baseline, aa, greedy_kernel, random_search, atlas,
@@ -135,7 +136,7 @@ print(','.join(workload(n).name for n in (sys.argv[1].split() or NAMES)))" "${WO
           | grep "v3 winners" &&
           python3 scripts/e2e_one_process.py "$w" --db "/tmp/v3-$w.sqlite" --rounds "${ROUNDS:-30}" \
             --round-seconds 0.3 --out "data/kernels/captured/$w/e2e-one-process.json" \
-            ${ANCHORS:+--anchors $ANCHORS} || return 1
+            ${ANCHORS:+--anchors $ANCHORS} ${GRAPHS:+--graphs} || return 1
       done ;;
     *.py) python3 "$t" ${ARGS:-} ;;
     */*) "${SMK[@]}" --force -- "$t" ;;  # an output file: the one job that writes it (a wildcard rule's)

@@ -14,9 +14,11 @@ tuned whether the tuned kernels keep every bit. Time: `--rounds` rounds; in each
 `speedup` = stock / tuned and `aa` = stock / stock_copy over the summed step times (and per phase),
 reported as median, IQR and a bootstrap 95% CI over rounds. `--anchors max_autotune coordesc`: Inductor's
 tuners, each the workload built and compiled again with its options in the same process, take their turns
-too; per anchor stock / anchor and anchor / tuned (Chronos v3 over it). Status: ran on an H100 (2026-12-05:
-flex 1.0088x, A/A 1.0012, reports/h200_runs/2026-12-05-h100; with the anchors, flex and bert,
-reports/h200_runs/2026-12-05b-h100).
+too; per anchor stock / anchor and anchor / tuned (Chronos v3 over it). `--graphs`: each set and anchor
+times its CUDA graph of every phase (scripts/e2e_graphs.py: no host time between launches), each graph
+checked to replay its eager step's bits; outputs are hashed from one RNG state per phase. Status: ran on
+an H100 (2026-12-05: flex 1.0088x, A/A 1.0012, reports/h200_runs/2026-12-05-h100; with the anchors, flex
+and bert, reports/h200_runs/2026-12-05b-h100).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "src"))
 sys.path.insert(0, str(HERE))
 
+import e2e_graphs
 from e2e import _digest, _load_workloads, build_phases, steps_per_phase, summarize
 
 SETS = ("stock", "stock_copy", "tuned")
@@ -69,13 +72,15 @@ def timed(phases: dict, steps: dict) -> dict[str, float]:
     return out
 
 
-def rounds(phases: dict, sets: dict, steps: dict, n: int,
-           anchors: dict | None = None) -> dict[str, list[dict]]:
+def rounds(phases: dict, sets: dict, steps: dict, n: int, anchors: dict | None = None,
+           replaced: dict | None = None) -> dict[str, list[dict]]:
     """Per set (and per anchor: its own compiled phases), per round, the seconds per step of each phase; all
-    take turns, in an order drawn afresh each round."""
+    take turns, in an order drawn afresh each round. `replaced`: run name -> the phases it times instead
+    (its CUDA graphs' replays, --graphs)."""
     from chronos.triton import kernel_sets
 
     runs = {s: (phases, ks) for s, ks in sets.items()} | {a: (ph, None) for a, ph in (anchors or {}).items()}
+    runs |= {name: (ph, runs[name][1]) for name, ph in (replaced or {}).items()}
     times: dict[str, list[dict]] = {s: [] for s in runs}
     order = random.Random(0)
     for _ in range(n):
@@ -105,19 +110,31 @@ def build_sets(db: Path) -> dict:
             "tuned": kernel_sets.build("tuned", stock, db, chronos.triton.enable, chronos.triton.disable)}
 
 
+def seeded_digests(phases: dict) -> dict[str, str]:
+    """One step of every phase hashed, each from the same RNG state: a training step's dropout draws the
+    same masks in every set (unseeded, bert's stock differed from its own copy by its masks alone)."""
+    import torch
+
+    out = {}
+    for name, fn in phases.items():
+        torch.manual_seed(0)
+        out[name] = _digest(fn())
+    return out
+
+
 def outputs(phases: dict, sets: dict) -> tuple[dict, dict]:
     """Each set's outputs of one step of every phase, hashed; which phases differ between the sets (and
-    stock's digests)."""
+    every set's digests)."""
     from chronos.triton import kernel_sets
 
     digests = {}
     for s, ks in sets.items():
         kernel_sets.use(ks)
-        digests[s] = {name: _digest(fn()) for name, fn in phases.items()}
+        digests[s] = seeded_digests(phases)
     kernel_sets.use(sets["stock"])
     differ = sorted(k for k in phases if digests["stock"][k] != digests["tuned"][k])
     return {"stock_deterministic": digests["stock"] == digests["stock_copy"], "tuned_bitwise": not differ,
-            "differing_phases": differ}, digests["stock"]
+            "differing_phases": differ}, digests
 
 
 def verdicts(times: dict, phases: dict) -> dict:
@@ -159,9 +176,9 @@ def compiled_with(options: dict):
         torch.compile = plain
 
 
-def build_anchors(workloads, workload: str, names: list[str], stock_digests: dict) -> tuple[dict, dict]:
+def build_anchors(workloads, workload: str, names: list[str], digests: dict) -> tuple[dict, dict]:
     """Each anchor's phases (the workload built and compiled again under that tuner, same seed), warmed up,
-    and whether its outputs equal stock's bit for bit."""
+    and whether its outputs equal stock's bit for bit (its digests added to `digests`)."""
     import torch
     import torch._dynamo
 
@@ -183,8 +200,25 @@ def build_anchors(workloads, workload: str, names: list[str], stock_digests: dic
                     fn()
         torch.cuda.synchronize()
         built[a] = phases
-        bitwise[a] = {k: _digest(fn()) for k, fn in phases.items()} == stock_digests
+        digests[a] = seeded_digests(phases)
+        bitwise[a] = digests[a] == digests["stock"]
     return built, bitwise
+
+
+def graphed(phases: dict, sets: dict, anchors: dict, digests: dict) -> tuple[dict, dict]:
+    """Every run's phases as CUDA graph replays (e2e_graphs), whether one replay of each kept the eager
+    step's bits, and which phases stayed eager."""
+    import torch
+
+    from chronos.triton import kernel_sets
+
+    runs = {s: phases for s in sets} | anchors
+    replaced, outs, eager = e2e_graphs.graph_runs(
+        runs, lambda name: kernel_sets.use(sets.get(name, sets["stock"])))
+    exact = e2e_graphs.replays_exact(replaced, outs, digests, _digest, lambda: torch.manual_seed(0))
+    kernel_sets.use(sets["stock"])
+    print(f"graphs: eager phases {eager or 'none'}; replays bit-exact {exact}", flush=True)
+    return replaced, {"eager_phases": eager, "replays_exact": exact}
 
 
 def main() -> int:
@@ -197,6 +231,8 @@ def main() -> int:
     p.add_argument("--workloads", type=Path, default=HERE / "workloads.py")
     p.add_argument("--anchors", nargs="*", default=[], choices=list(ANCHORS),
                    help="Inductor's tuners timed beside stock and Chronos v3, each its own compile")
+    p.add_argument("--graphs", action="store_true",
+                   help="time each set's CUDA graph of every phase (scripts/e2e_graphs.py), not Python steps")
     args = p.parse_args()
     isolate()
     import chronos.triton
@@ -213,11 +249,14 @@ def main() -> int:
             fn()
     torch.cuda.synchronize()
     sets = build_sets(args.db)
-    hook, (same, stock_digests) = chronos.triton.stats(), outputs(phases, sets)
-    anchors, bitwise = build_anchors(workloads, args.workload, args.anchors, stock_digests)
-    steps = steps_per_phase(timed(phases, dict.fromkeys(phases, 3)), 3, args.round_seconds)
-    times = rounds(phases, sets, steps, args.rounds, anchors)
+    hook, (same, digests) = chronos.triton.stats(), outputs(phases, sets)
+    anchors, bitwise = build_anchors(workloads, args.workload, args.anchors, digests)
+    replaced, graphs = graphed(phases, sets, anchors, digests) if args.graphs else (None, None)
+    stock_steps = (replaced or {"stock": phases})["stock"]
+    steps = steps_per_phase(timed(stock_steps, dict.fromkeys(phases, 3)), 3, args.round_seconds)
+    times = rounds(phases, sets, steps, args.rounds, anchors, replaced)
     out = {"workload": args.workload, "db": str(args.db), "kernels": len(sets["stock"].tuners),
+           "timing": "cuda_graphs" if args.graphs else "python_steps", "graphs": graphs,
            "steps": steps, "configs_applied": sets["tuned"].configs, "hook": hook, "outputs": same,
            **verdicts(times, phases), "anchors": anchor_verdicts(times, phases, bitwise),
            "times": times, "provenance": {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,

@@ -99,6 +99,7 @@ def one_process_summary(e2e: dict) -> dict:
     the A/A (stock / its second copy) with their intervals, per phase too, what was deployed, the outputs."""
     hook = e2e.get("hook") or {}
     return {"speedup": e2e["speedup"], "aa": e2e["aa"], "per_phase": e2e.get("per_phase", {}),
+            "timing": e2e.get("timing", "python_steps"), "graphs": e2e.get("graphs"),
             "outputs": e2e["outputs"], "steps": e2e.get("steps"), "kernels": e2e.get("kernels"),
             "configs_applied": len(e2e.get("configs_applied") or {}), "swapped": hook.get("swapped", 0),
             "db_entries": hook.get("entries"), "gpu": (e2e.get("provenance") or {}).get("gpu"),

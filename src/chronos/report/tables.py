@@ -217,7 +217,8 @@ def captured_metrics(captured: dict | None) -> dict:
                 "aa_ci95_low": one["aa"]["ci95"][0], "aa_ci95_high": one["aa"]["ci95"][1],
                 "outputs_equal": one["outputs"]["tuned_bitwise"],
                 "stock_deterministic": one["outputs"]["stock_deterministic"], "swapped": one["swapped"],
-                "configs_applied": one["configs_applied"], "gpu": one["gpu"], "method": "one_process"}
+                "configs_applied": one["configs_applied"], "gpu": one["gpu"], "method": "one_process",
+                "timing": one.get("timing", "python_steps")}
             for a, v in one.get("anchors", {}).items():  # Inductor's tuners, step by step
                 out["e2e"][w].setdefault("anchors", {})[a] = {
                     "speedup": v["speedup"]["median"], "ci95": v["speedup"]["ci95"],
