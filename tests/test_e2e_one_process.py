@@ -35,7 +35,8 @@ def test_outputs_tell_a_tuned_set_that_changed_bits_from_one_that_did_not(monkey
     phases = {"train": lambda: [torch.ones(4)],
               "decode": lambda: [torch.ones(4) * (1.5 if current["set"] == "tuned" else 1.0)]}
     got, digests = mod.outputs(phases, sets)
-    assert got == {"stock_deterministic": True, "tuned_bitwise": False, "differing_phases": ["decode"]}
+    assert got == {"stock_deterministic": True, "tuned_bitwise": False, "differing_phases": ["decode"],
+                   "stock_differing_phases": []}
     assert set(digests) == set(mod.SETS) and set(digests["stock"]) == {"train", "decode"}
 
 

@@ -58,7 +58,8 @@ def test_the_committed_anchor_runs_give_step_metrics_and_a_readme_row_per_worklo
     root = Path(__file__).resolve().parents[2] / "data/kernels/captured"
     got = {w: anchor_metrics(workload_summary(root / w)["e2e_anchors"]) for w in ("flex", "bert")}
     flex = got["flex"]
-    assert flex["gpu"] == "NVIDIA H100 80GB HBM3" and flex["rounds"] == 20 and flex["v3_bitwise"]
+    assert flex["gpu"] == "NVIDIA H100 80GB HBM3" and flex["rounds"] == 30 and flex["v3_bitwise"]
+    assert flex["timing"] == "cuda_graphs" and "CUDA graphs" in anchors_section(got)[-2]
     for tuner in ("max_autotune", "coordesc"):
         m = flex[tuner]
         assert m["step_speedup_ci95_low"] <= m["step_speedup"] <= m["step_speedup_ci95_high"]

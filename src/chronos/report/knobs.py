@@ -120,7 +120,7 @@ def anchors_section(anchors: dict) -> list[str]:
         mat, cd = a.get("max_autotune", {}), a.get("coordesc", {})
         cells = [_ci(t, k) if "step_speedup" in t else "—"
                  for t in (mat, cd) for k in ("step_speedup", "v3_over")]
-        gpu = a["gpu"].replace("NVIDIA ", "")
+        gpu = a["gpu"].replace("NVIDIA ", "") + (", CUDA graphs" if a.get("timing") == "cuda_graphs" else "")
         lines.append(f"| {w} | {gpu}, {a['rounds']} | {_ci(a, 'v3')} | {_ci(a, 'aa')} | "
                      + " | ".join(cells) + f" | {mat.get('bitwise')}, {cd.get('bitwise')} |")
     return lines

@@ -264,8 +264,9 @@ def captured_section(captured: dict | None) -> list[str]:
            f"kernels there), speedup {_ratio_ci(d['speedup'])}, A/A {_ratio_ci(d.get('aa_control'))}, "
            f"outputs: {_outputs(d)}"
            for name, w in sorted(workloads.items()) if (d := w.get("e2e_deterministic"))]
-    one = [f"- {name} ({o['gpu']}, {o['speedup']['rounds']} rounds; Chronos v3's DB: {o['configs_applied']} "
-           f"configs applied, {o['swapped']} PTX swapped): step speedup {_ratio_ci(o['speedup'])}, A/A "
+    one = [f"- {name} ({o['gpu']}, {o['speedup']['rounds']} rounds, "
+           f"{TIMING[o.get('timing', 'python_steps')]}; Chronos v3's DB: {o['configs_applied']} configs "
+           f"applied, {o['swapped']} PTX swapped): step speedup {_ratio_ci(o['speedup'])}, A/A "
            f"{_ratio_ci(o['aa'])}; outputs bitwise equal to stock: {o['outputs']['tuned_bitwise']} (stock "
            f"deterministic: {o['outputs']['stock_deterministic']})"
            + "".join(f"; {a}: stock / {a} {_ratio_ci(v['speedup'])}, {a} / Chronos v3 "
@@ -283,6 +284,9 @@ def _roofline(x) -> str:
     """Above 1 the kernel's buffers overstate its traffic (a strided view of a larger span): no bound."""
     return _frac(x) if x is None or x <= 1 else "> 100%: buffers overstate traffic"
 
+
+TIMING = {"python_steps": "steps launched from Python", "cuda_graphs": "each set's CUDA graph of each phase"}
+"""How scripts/e2e_one_process.py timed a step (`--graphs`: replays, no host time between launches)."""
 
 HEADROOM_ROWS = 20  # the README's headroom table: the largest speedups (reports/headroom.json has all)
 

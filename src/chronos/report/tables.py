@@ -300,7 +300,8 @@ def anchor_metrics(run: dict) -> dict:
     def bounds(name: str, s: dict) -> dict:
         return {name: s["median"], f"{name}_ci95_low": s["ci95"][0], f"{name}_ci95_high": s["ci95"][1]}
 
-    out = {"gpu": run["gpu"], "rounds": run["speedup"]["rounds"], **bounds("v3", run["speedup"]),
+    out = {"gpu": run["gpu"], "rounds": run["speedup"]["rounds"], "timing": run.get("timing", "python_steps"),
+           **bounds("v3", run["speedup"]),
            **bounds("aa", run["aa"]), "v3_bitwise": run["outputs"]["tuned_bitwise"]}
     for a, v in run["anchors"].items():
         out[a] = {**bounds("step_speedup", v["speedup"]), **bounds("v3_over", v["v3_over"]),

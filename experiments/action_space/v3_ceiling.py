@@ -1,0 +1,79 @@
+"""Where is the ceiling of action space v3 on the captured kernels? (#28: "a census in time first ... says
+where the ceiling of the joint space is"; a target may be closed as unreachable by it.)
+
+Per kernel of the knob stages' selection, from the committed reports (replayed from the store, no GPU):
+- `reached`: Chronos v3's confirmed winner (stage knob_walk), the per-kernel number of the targets;
+- `best_measured`: the fastest bit-exact variant any stage timed beside stock — one compile knob value
+  (knob_census), one block move or PTX on top of it (knob_blocks), PTX on a knob root (knob_ptx), one v2
+  PTX action family (census); variants that changed the bits are not timed, so they are not in it;
+- `product_bound`: the best knob value, best block move and best PTX action multiplied, as if their gains
+  added up independently — an optimistic bound for their combinations, most of which no comparison timed.
+Ratios are stock / variant from the variant's comparison beside stock; 1 where nothing was faster. Per
+workload the geomean of each over its kernels.
+
+    python experiments/action_space/v3_ceiling.py [--reports reports] [--kernels]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+STAGES = {"knob_census": "knob", "knob_blocks": "block", "knob_ptx": "ptx"}
+"""Stages whose candidate rows are each timed against stock (their `ratio` is variant / stock)."""
+
+
+def _speedup(rows: list[dict]) -> float:
+    """The best stock / variant of the valid timed rows (1 where none was faster)."""
+    return max([1.0, *(1 / r["ratio"] for r in rows if r.get("valid", True) and r.get("ratio"))])
+
+
+def kernel_ceilings(reports: Path) -> dict[tuple[str, str], dict]:
+    """(family, kernel) -> {reached, knob, block, ptx, v2}: the kernels knob_walk measured (not those it
+    left out with an error: float atomics)."""
+    walked = [k for k in json.loads((reports / "knob_walk.json").read_text())["kernels"] if "error" not in k]
+    out = {(k["family"], k["kernel"]): {"reached": k.get("speedup") or 1.0, "knob": 1.0, "block": 1.0,
+                                        "ptx": 1.0, "v2": 1.0} for k in walked}
+    for stage, kind in STAGES.items():
+        for k in json.loads((reports / f"{stage}.json").read_text())["kernels"]:
+            if (k["family"], k["kernel"]) in out:
+                out[(k["family"], k["kernel"])][kind] = _speedup(k.get("candidates") or [])
+    for k in json.loads((reports / "census.json").read_text())["kernels"]:
+        if (k["family"], k["kernel"]) in out:
+            out[(k["family"], k["kernel"])]["v2"] = _speedup(list((k.get("families") or {}).values()))
+    return out
+
+
+def summarize(ceilings: dict) -> dict[str, dict]:
+    by_family: dict[str, list[dict]] = defaultdict(list)
+    for (family, _), c in ceilings.items():
+        ptx = max(c["ptx"], c["v2"])
+        by_family[family].append({"reached": c["reached"], "best_measured": max(c.values()),
+                                  "product_bound": c["knob"] * c["block"] * ptx})
+    by_family["all"] = [r for f in list(by_family) for r in by_family[f]]
+    return {f: {"kernels": len(rows), **{k: math.exp(sum(math.log(r[k]) for r in rows) / len(rows))
+                                         for k in rows[0]}} for f, rows in by_family.items()}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--reports", type=Path, default=ROOT / "reports")
+    p.add_argument("--kernels", action="store_true", help="print every kernel's numbers too")
+    args = p.parse_args()
+    ceilings = kernel_ceilings(args.reports)
+    if args.kernels:
+        for (family, kernel), c in sorted(ceilings.items()):
+            print(f"{family:16} {kernel[:60]:60} " + " ".join(f"{k}={v:.3f}" for k, v in c.items()))
+    print(f"{'workload':16} kernels  reached  best_measured  product_bound")
+    for family, s in summarize(ceilings).items():
+        print(f"{family:16} {s['kernels']:7}  {s['reached']:.4f}   {s['best_measured']:.4f}         "
+              f"{s['product_bound']:.4f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

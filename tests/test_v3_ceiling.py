@@ -1,0 +1,45 @@
+"""experiments/action_space/v3_ceiling.py on made-up reports: per kernel the fastest variant any stage timed
+beside stock, the optimistic product of the best knob, block and PTX gains, and the winner reached."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _script():
+    path = ROOT / "experiments/action_space/v3_ceiling.py"
+    spec = importlib.util.spec_from_file_location("v3_ceiling", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _write(folder: Path, name: str, kernels: list[dict]) -> None:
+    (folder / f"{name}.json").write_text(json.dumps({"kernels": kernels}))
+
+
+def test_ceilings_take_each_stages_best_row_beside_stock_and_leave_out_kernels_the_walk_could_not_measure(
+        tmp_path):
+    mod = _script()
+    k = {"family": "captured/w", "kernel": "a"}
+    _write(tmp_path, "knob_walk", [{**k, "speedup": 1.05},
+                                   {"family": "captured/w", "kernel": "atomics", "error": "float atomics"}])
+    _write(tmp_path, "knob_census", [{**k, "candidates": [{"ratio": 0.8, "valid": True},
+                                                          {"ratio": 0.5, "valid": False}]}])
+    _write(tmp_path, "knob_blocks", [{**k, "candidates": [{"ratio": 1.2, "valid": True}]}])
+    _write(tmp_path, "knob_ptx", [{**k, "candidates": []}])
+    atomics = {"family": "captured/w", "kernel": "atomics", "families": {"x": {"ratio": 0.1}}}
+    _write(tmp_path, "census", [{**k, "families": {"cache": {"ratio": 0.9}}}, atomics])
+    ceilings = mod.kernel_ceilings(tmp_path)
+    assert list(ceilings) == [("captured/w", "a")]
+    assert ceilings[("captured/w", "a")] == pytest.approx(
+        {"reached": 1.05, "knob": 1.25, "block": 1.0, "ptx": 1.0, "v2": 1 / 0.9})
+    got = mod.summarize(ceilings)["all"]
+    assert got["kernels"] == 1 and got["best_measured"] == pytest.approx(1.25)
+    assert got["product_bound"] == pytest.approx(1.25 / 0.9)
