@@ -47,6 +47,8 @@ def test_a_grid_the_stock_config_does_not_give_keeps_that_launch_out():
 def test_a_kernel_whose_stock_ptx_no_config_remakes_gets_no_variants():
     got = build_kernel([str(MODULE)], NAME, "0" * 64, {"k": (ARGS, [128, 1, 1])})
     assert got["error"].startswith("no config") and "variants" not in got
+    configs = len(load_tuner(MODULE, NAME).configs)
+    assert got["tried"] == [f"{MODULE.name}: {configs} configs compiled, none to the stock PTX"]
 
 
 def test_the_config_the_capture_recorded_is_tried_first_even_outside_the_autotuner_s_list():

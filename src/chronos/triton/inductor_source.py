@@ -85,6 +85,9 @@ def find_stock(paths: list[str], name: str, ident: str, recorded: dict | None = 
                 ptx, _, _, meta = compile_config(t, cfg)
                 if ptx_identity_sha256(ptx) == ident:
                     return (t, cfg, meta, path), errors
+            # said too, else a kernel whose modules all compile to other PTX says nothing of what was tried
+            errors.append(f"{Path(path).name}: {len(first) + len(t.configs)} configs compiled, "
+                          "none to the stock PTX")
         except Exception as e:  # noqa: BLE001 - a module that does not load or compile is said, not fatal
             errors.append(f"{Path(path).name}: {error_text(e)}")
     return None, errors
