@@ -85,3 +85,23 @@ def test_a_block_size_variant_launches_on_its_own_grid_and_keys_it():
     _Kernel(drv, b"cubin", launched_as(spec, half), False).launch([])
     assert drv.func.calls == [(half.grid, spec.block, spec.shared_bytes)]
     assert Launch.from_json(half.to_json()) == half and _cubin(encode_cubin("ab", b"", half))[2] == half
+
+
+def test_a_recorded_config_becomes_the_variant_for_its_launch_or_says_why_there_is_none(tmp_path):
+    """A manifest record (blocks, anchors, walk) launches with its own warps, shared memory and the grid
+    recorded for this launch; a record without PTX or without a grid for it is a reason row."""
+    import gzip
+
+    from chronos.kernels.variant import recorded_variant
+
+    spec = gemm_tile_spec(2, 2, 2)
+    (tmp_path / "v.ptx.gz").write_bytes(gzip.compress(gemm_tile_ptx(2, 2, 2).encode()))
+    record = {"ptx": "v.ptx.gz", "num_warps": 2, "shared": 16, "grids": {spec.kernel: [8, 1, 1]}}
+    got = recorded_variant(tmp_path, spec, record, ("XBLOCK=4",))
+    assert isinstance(got, Variant) and got.actions == ("XBLOCK=4",)
+    assert got.launch == Launch((64, 1, 1), 16, (8, 1, 1)) and got.ptx == gemm_tile_ptx(2, 2, 2)
+    assert recorded_variant(tmp_path, spec, {**record, "grids": {"other": [1, 1, 1]}}, ()) == {
+        "valid": False, "reason": "no_grid"}
+    assert recorded_variant(tmp_path, spec, {"same_as_stock": True}, ())["reason"] == "same_as_stock"
+    assert recorded_variant(tmp_path, spec, {"error": "out of resource"}, ()) == {
+        "valid": False, "reason": "compile_error", "log": "out of resource"}

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
-from chronos.kernels.spec import KernelSpec
+from chronos.kernels.spec import KernelSpec, read_ptx_file
 
 
 def sha256_text(text: str) -> str:
@@ -79,3 +80,20 @@ class Variant:
     @property
     def kernel(self) -> str:
         return self.spec.kernel
+
+
+def recorded_variant(folder: Path, spec: KernelSpec, record: dict,
+                     actions: tuple[str, ...]) -> Variant | dict:
+    """A config compiled on the GPU image and recorded in a manifest beside the captured workload (blocks,
+    anchors and walk manifests: its PTX file under `folder`, num_warps, shared memory, a grid per launch)
+    as the Variant that launches for `spec`; else why there is none, as a report row: same_as_stock,
+    compile_error (with its log), no_grid (no grid checked for this launch)."""
+    grid = (record.get("grids") or {}).get(spec.kernel)
+    if "ptx" in record and grid is not None:
+        launch = Launch((32 * record["num_warps"], 1, 1), record["shared"], tuple(grid))
+        return Variant(spec, read_ptx_file(folder / record["ptx"]), actions, launch=launch)
+    if record.get("same_as_stock"):
+        return {"valid": False, "reason": "same_as_stock"}
+    if "error" in record:
+        return {"valid": False, "reason": "compile_error", "log": record["error"]}
+    return {"valid": False, "reason": "no_grid"}

@@ -15,8 +15,8 @@ import json
 from pathlib import Path
 
 from chronos.errors import ChronosError
-from chronos.kernels.spec import read_ptx, read_ptx_file
-from chronos.kernels.variant import Launch, Variant
+from chronos.kernels.spec import read_ptx
+from chronos.kernels.variant import Variant, recorded_variant
 from chronos.measure.numerics import bit_exact
 from chronos.measure.verdicts import FASTER, geomean
 from chronos.search.knob_census import racy
@@ -27,25 +27,29 @@ MANIFEST = "anchors.json"
 MODES = ("max_autotune", "coordesc")
 
 
-def anchor_variants(folder: Path, spec) -> tuple[dict[str, Variant], dict[str, str]]:
-    """mode -> the anchor's variant for this spec's launch; mode -> "same_as_stock" or why there is none."""
+def anchor_entry(folder: Path, spec) -> dict:
+    """The kernel's record in the anchors manifest ({mode: its config compiled}; {} where it has none)."""
     manifest = folder / MANIFEST
     if not manifest.is_file():
         raise ChronosError(f"{spec.kernel}: no {manifest} (make it on a GPU image: "
                            "scripts/make_anchor_variants.py)")
-    entry = json.loads(manifest.read_text())["kernels"].get(spec.ptx) or {}
+    return json.loads(manifest.read_text())["kernels"].get(spec.ptx) or {}
+
+
+def anchor_variants(folder: Path, spec,
+                    entry: dict | None = None) -> tuple[dict[str, Variant], dict[str, str]]:
+    """mode -> the anchor's variant for this spec's launch; mode -> "same_as_stock" or why there is none
+    (`entry`: the kernel's manifest record, where the caller has read it)."""
+    entry = anchor_entry(folder, spec) if entry is None else entry
     variants, other = {}, {}
     for mode in MODES:
         v = entry.get(mode) or {"error": "not in the manifest"}
-        grid = (v.get("grids") or {}).get(spec.kernel)
-        if v.get("same_as_stock"):
-            other[mode] = "same_as_stock"
-        elif "ptx" not in v or grid is None:
-            other[mode] = v.get("error") or "no grid for this launch"
+        got = recorded_variant(folder, spec, v, (f"anchor:{mode}",))
+        if isinstance(got, Variant):
+            variants[mode] = got
         else:
-            launch = Launch((32 * v["num_warps"], 1, 1), v["shared"], tuple(grid))
-            ptx = read_ptx_file(folder / v["ptx"])
-            variants[mode] = Variant(spec, ptx, (f"anchor:{mode}",), launch=launch)
+            other[mode] = got["reason"] if got["reason"] == "same_as_stock" else (
+                got.get("log") or "no grid for this launch")
     return variants, other
 
 

@@ -16,8 +16,8 @@ import json
 from pathlib import Path
 
 from chronos.errors import ChronosError
-from chronos.kernels.spec import read_ptx, read_ptx_file
-from chronos.kernels.variant import Launch, Variant
+from chronos.kernels.spec import read_ptx
+from chronos.kernels.variant import Variant, recorded_variant
 from chronos.measure.numerics import bit_exact
 from chronos.measure.verdicts import FASTER, geomean
 from chronos.search.knob_census import compare_and_confirm, racy
@@ -43,15 +43,11 @@ def block_variants(folder: Path, spec) -> tuple[list[Variant], list[dict]]:
                      "log": entry.get("error", "not in the manifest")}]
     out, others = [], []
     for v in entry["variants"]:
-        grid = (v.get("grids") or {}).get(spec.kernel)
-        if "ptx" not in v or grid is None:
-            reason = ("same_as_stock" if v.get("same_as_stock") else "compile_error" if "error" in v
-                      else "no_grid")
-            others.append({"action": v["label"], "valid": False, "reason": reason,
-                           **({"log": v["error"]} if "error" in v else {})})
-            continue
-        launch = Launch((32 * v["num_warps"], 1, 1), v["shared"], tuple(grid))
-        out.append(Variant(spec, read_ptx_file(folder / v["ptx"]), (v["label"],), launch=launch))
+        got = recorded_variant(folder, spec, v, (v["label"],))
+        if isinstance(got, Variant):
+            out.append(got)
+        else:
+            others.append({"action": v["label"], **got})
     return out, others
 
 

@@ -18,7 +18,6 @@ kernel and the end of the walk from it (its ratio against coordinate descent's k
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,7 +26,7 @@ from chronos.kernels.spec import read_ptx
 from chronos.kernels.variant import Variant
 from chronos.measure.numerics import bit_exact
 from chronos.measure.verdicts import FASTER, geomean
-from chronos.search.knob_anchors import anchor_variants
+from chronos.search.knob_anchors import anchor_entry, anchor_variants
 from chronos.search.knob_census import racy
 from chronos.search.knob_ptx import on_top
 from chronos.search.timed import time_row
@@ -108,15 +107,11 @@ def coordesc_root(folder: Path, spec) -> tuple[Point, Variant] | None:
     """Coordinate descent's config and kernel (data of stage knob_anchors), where it moved from stock's."""
     if not (folder / "anchors.json").is_file():
         return None
-    variants, _ = anchor_variants(folder, spec)
+    entry = anchor_entry(folder, spec)
+    variants, _ = anchor_variants(folder, spec, entry)
     if "coordesc" not in variants:
         return None
-    entry = json.loads((folder / "anchors.json").read_text())["kernels"][spec.ptx]["coordesc"]
-    return Point.of(entry), variants["coordesc"]
-
-
-def _admit_exact(row: dict) -> bool:
-    return bit_exact(row)
+    return Point.of(entry["coordesc"]), variants["coordesc"]
 
 
 def _admit_valid(row: dict) -> bool:
@@ -138,7 +133,7 @@ def walk_kernel(spec, folder: Path, prior: Variant | None, compiler, backend, ti
     own = walk_end = coordesc_end = None
     if entry is not None:
         start = (Point.of(entry["stock"]), stock)
-        walk_end, row["walk"] = walk(spec, stock, start, compiler, _admit_exact, backend, timing, min_gain,
+        walk_end, row["walk"] = walk(spec, stock, start, compiler, bit_exact, backend, timing, min_gain,
                                      steps)
         own = walk_end if walk_end is not stock else None
         if coordesc is not None:

@@ -11,8 +11,7 @@ import json
 from pathlib import Path
 
 from chronos.errors import ChronosError
-from chronos.kernels.spec import read_ptx_file
-from chronos.kernels.variant import Launch, Variant
+from chronos.kernels.variant import Variant, recorded_variant
 from chronos.search.knob_walk import PREFIX, Point
 from chronos.triton.blocks import walk_moves
 
@@ -68,14 +67,6 @@ class ManifestCompiler:
         out: dict[str, Variant | dict] = {}
         for p in points:
             c = entry["configs"].get(p.label)
-            grid = ((c or {}).get("grids") or {}).get(spec.kernel)
-            if c is None or "ptx" not in c or grid is None:
-                why = ("not_compiled" if c is None else "same_as_stock" if c.get("same_as_stock")
-                       else "compile_error" if "error" in c else "no_grid")
-                out[p.label] = {"valid": False, "reason": why, **({"log": c["error"]} if c and "error" in c
-                                                                  else {})}
-                continue
-            launch = Launch((32 * c["num_warps"], 1, 1), c["shared"], tuple(grid))
-            out[p.label] = Variant(spec, read_ptx_file(self.folder / c["ptx"]), (PREFIX + p.label,),
-                                   launch=launch)
+            out[p.label] = ({"valid": False, "reason": "not_compiled"} if c is None
+                            else recorded_variant(self.folder, spec, c, (PREFIX + p.label,)))
         return out
