@@ -5,8 +5,10 @@
 Runs each workload once (scripts/workloads.py, in parallel, each with a fresh Triton and Inductor cache),
 takes from that cache the TTIR of every kernel whose PTX is the committed stock PTX of a captured kernel
 (matched by PTX identity, so a kernel is never paired with another's source), then recompiles each TTIR
-(chronos.triton.recompile) with its stock options — which must remake the stock PTX, else the kernel gets
-no variants — and with every single knob value beside stock. Writes under --out, as the repository lays it
+(chronos.triton.recompile) with its stock options and the stock PTX's ISA version (a hand-written kernel
+was compiled under Triton's own ptxas, an Inductor one under torch's, and each writes its own `.version`) —
+which must remake the stock PTX, else the kernel gets no variants — and with every single knob value beside
+stock. Writes under --out, as the repository lays it
 out: data/kernels/captured/<w>/ttir/<stem>.ttir.gz (and
 <stem>.json, Triton's metadata: the options it compiled with), .../knobs/<stem>/<knob>=<v>.ptx.gz and
 .../knobs.json (per stock PTX: its stock knobs, whether stock was remade, per value the variant's PTX,
@@ -32,7 +34,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from chronos.config.workloads import NAMES
 from chronos.kernels.spec import read_ptx_file
-from chronos.triton.recompile import knob_label, recompile, single_knobs
+from chronos.triton.recompile import knob_label, ptx_version_of, recompile, single_knobs
 from chronos.triton.tuned_db import ptx_identity_sha256
 
 
@@ -80,9 +82,9 @@ def use_ptxas(path: str | None) -> None:
 
 def build(job: tuple) -> dict:
     """One compile in a worker process: the variant's PTX and launch numbers, or the error."""
-    ttir, meta, overrides = job
+    ttir, meta, overrides, ptx_version = job
     try:
-        b = recompile(Path(ttir), meta, overrides)
+        b = recompile(Path(ttir), meta, overrides, ptx_version)
     except Exception as e:  # noqa: BLE001 - a knob value Triton cannot compile is a result, said as it is
         return {"error": f"{type(e).__name__}: {' '.join(str(e).split())[:300]}"}
     return {"ptx": b.ptx, "num_warps": b.num_warps, "shared": b.shared}
@@ -102,7 +104,9 @@ def workload_jobs(w: str, found: dict) -> tuple[dict, list]:
         stock_file = item["stock_ptx"]
         if stock_file in entries:
             continue
-        ident = ptx_identity_sha256(read_ptx_file(folder / stock_file))
+        stock_ptx = read_ptx_file(folder / stock_file)
+        ident = ptx_identity_sha256(stock_ptx)
+        version = ptx_version_of(stock_ptx)
         hit = found.get(ident)
         if hit is None:
             entries[stock_file] = {"error": "no kernel of this run's Triton cache has this PTX"}
@@ -113,9 +117,9 @@ def workload_jobs(w: str, found: dict) -> tuple[dict, list]:
         stem = Path(stock_file).name.split(".")[0]
         entries[stock_file] = {"stem": stem, "ttir": f"ttir/{stem}.ttir.gz", "stock": stock, "ident": ident,
                                "ttir_text": ttir.read_text(), "meta": meta, "variants": []}
-        jobs.append((w, stock_file, None, (str(ttir), meta, None)))
+        jobs.append((w, stock_file, None, (str(ttir), meta, None, version)))
         for knob, value in single_knobs(stock):
-            jobs.append((w, stock_file, (knob, value), (str(ttir), meta, {knob: value})))
+            jobs.append((w, stock_file, (knob, value), (str(ttir), meta, {knob: value}, version)))
     return entries, jobs
 
 

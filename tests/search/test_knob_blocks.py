@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from chronos.search.knob_blocks import block_variants, blocks_kernel, blocks_summary
+from chronos.search.knob_blocks import block_variants, blocks_kernel, blocks_summary, nothing_to_try
 
 from .stub_backend import StubBackend, gpt2_kernel
 
@@ -58,3 +58,10 @@ def test_an_earlier_winner_that_stays_fastest_is_confirmed_beside_stock_alone(tm
     assert row["best"]["actions"] == ["num_warps=2"] and not row["block_root"]
     none = blocks_kernel(spec, folder, None, StubBackend({}), timing=None, min_gain=0.01)
     assert none["speedup"] == 1.0 and none["best"]["verdict"] == "none"
+
+
+def test_a_kernel_without_a_blocks_manifest_is_a_row_not_a_stage_error(tmp_path):
+    folder, spec, _ = _kernel_with_blocks(tmp_path)
+    (folder / "blocks.json").unlink()  # as for a workload of hand-written kernels (attorch_lm)
+    row = nothing_to_try(spec, folder, None)
+    assert row["kernel"] == spec.kernel and "no " in row["error"] and "make_block_variants" in row["error"]
