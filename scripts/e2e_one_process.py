@@ -251,6 +251,10 @@ def main() -> int:
             fn()
     torch.cuda.synchronize()
     sets = build_sets(args.db)
+    if not sets["stock"].tuners:  # the sets switch Inductor's autotuners: with none, tuned would be stock
+        raise SystemExit(f"e2e_one_process: {args.workload} compiled no Inductor kernel; a kernel set holds "
+                         "Inductor's autotuners only, so hand-written Triton kernels (attorch_lm's) would be "
+                         "timed stock against stock: time them with scripts/e2e.py (worker processes)")
     hook, (same, digests) = chronos.triton.stats(), outputs(phases, sets)
     anchors, bitwise = build_anchors(workloads, args.workload, args.anchors, digests)
     replaced, graphs = graphed(phases, sets, anchors, digests) if args.graphs else (None, None)
