@@ -71,3 +71,11 @@ def test_pending_workloads_may_be_named_by_the_knob_stages_only():
     with pytest.raises(ConfigError, match=r"'captured/atorch_lm' is not a registered or pending .*pending:"):
         KnobCensusConfig(families=("captured/atorch_lm",))
     assert workload("attorch_lm") is PENDING[1] and workload("flex_decode_long").phases == ("decode",)
+
+
+def test_knob_census_once_per_names_its_choices():
+    from chronos.config.search import KnobCensusConfig
+
+    assert KnobCensusConfig(once_per="ptx").once_per == "ptx"
+    with pytest.raises(ConfigError, match=r"search.knob_census.once_per.*entry or ptx"):
+        KnobCensusConfig(once_per="shape")

@@ -57,6 +57,16 @@ def test_selection_takes_one_signature_per_entry_most_gpu_time_first():
     assert len({s.kernel.split("_")[0] for _, s in spread}) == 4
 
 
+def test_selection_once_per_ptx_keeps_each_shape_a_name_was_compiled_for():
+    kernels, family = ROOT / "data/kernels", "captured/flex_decode_long"
+    by_entry = headroom_lib.selected(kernels, family, 28)
+    by_ptx = headroom_lib.selected(kernels, family, 28, once_per="ptx")
+    template = "triton_tem_fused_flex_attention_0"  # the windowed decode template, batch 1, 2, 4 and 8
+    assert sum(s.entry == template for _, s in by_entry) == 1
+    assert sum(s.entry == template for _, s in by_ptx) == 4
+    assert len({s.ptx for _, s in by_ptx}) == len(by_ptx) == 28
+
+
 def test_on_replay_a_kernel_without_a_part_is_not_measured(tmp_path):
     params = tmp_path / "params.yaml"
     params.write_text((ROOT / "params.yaml").read_text().replace("per_family: 24", "per_family: 1"))

@@ -127,6 +127,8 @@ SELECT = ("profile", "measured_time")
 """How a stage picks a family's kernels: `profile`, the capture's profile (one launch signature per entry,
 the most profiled GPU time first; captures before #28 have no per-kernel times, so capture order), or
 `measured_time`, each distinct kernel by its launches times its stock time as chronos tune measured it."""
+ONCE_PER = ("entry", "ptx")
+"""With `profile`, one kernel per entry name or per distinct stock PTX (chronos.search.headroom.selected)."""
 
 
 @dataclass(frozen=True)
@@ -142,6 +144,9 @@ class KnobCensusConfig:
     """Which kernels (SELECT, chronos.search.headroom.selected): `profile` (the captures' profiles hold no
     per-kernel times: capture order, one kernel per entry name) or `measured_time` (launches x tune's stock
     time)."""
+    once_per: str = "entry"
+    """With `profile`: one kernel per entry name (`entry`) or per distinct stock PTX (`ptx`: a name
+    compiled for several shapes, e.g. one decode template per batch size, counts each; ONCE_PER)."""
     budget_s: float = 480.0
     """(gpu) no new kernel starts after this many seconds."""
     l2_demote: bool = True
@@ -161,6 +166,8 @@ class KnobCensusConfig:
         check(self.per_family >= 1, f"{s}.per_family", f"must be >= 1, got {self.per_family}")
         check(self.walk_steps >= 0, f"{s}.walk_steps", f"must be >= 0, got {self.walk_steps}")
         check(self.select in SELECT, f"{s}.select", f"must be {' or '.join(SELECT)}, got {self.select!r}")
+        check(self.once_per in ONCE_PER, f"{s}.once_per",
+              f"must be {' or '.join(ONCE_PER)}, got {self.once_per!r}")
         try:
             parse_tolerance(self.anchor_tolerance)
         except ValueError as e:

@@ -25,11 +25,13 @@ from chronos.search.runs import kernels_of
 from chronos.search.timed import TimedEvaluator
 
 
-def selected(kernels: Path, family: str, per_family: int,
-             select: str = "profile") -> list[tuple[Path, object]]:
+def selected(kernels: Path, family: str, per_family: int, select: str = "profile",
+             once_per: str = "entry") -> list[tuple[Path, object]]:
     """(specs.json, spec) of `per_family` kernels of a family, chosen as `select` says
     (chronos.config.search.SELECT); without a profile, spread evenly over the specs (the suites list one
-    family's sizes together)."""
+    family's sizes together). With `profile`, one launch per entry name (`once_per="entry"`) or per
+    distinct stock PTX (`"ptx"`: one name compiled for several shapes is several kernels, as
+    flex_decode_long's decode template at four batch sizes)."""
     found = [(sj, spec) for _, sj, spec in kernels_of(kernels, [family])]
     if select == "measured_time":
         weight = measured_gpu_ms(kernels / family)
@@ -40,8 +42,9 @@ def selected(kernels: Path, family: str, per_family: int,
         found = [(found[0][0], s) for s in order]
     else:
         found = found[:: max(1, len(found) // per_family)]
-    entries: set[str] = set()
-    once = [(sj, s) for sj, s in found if not (s.entry in entries or entries.add(s.entry))]
+    key = (lambda s: s.entry) if once_per == "entry" else (lambda s: s.ptx)
+    seen: set[str] = set()
+    once = [(sj, s) for sj, s in found if not (key(s) in seen or seen.add(key(s)))]
     return once[:per_family]
 
 

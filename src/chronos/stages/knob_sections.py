@@ -149,7 +149,8 @@ def measuring_order(kernels: Path, kcfg, weights: dict[str, dict[str, float]]) -
     for f_index, family in enumerate(kcfg.families):
         weight = weights.get(family, {})
         total = sum(weight.values()) or 1.0
-        for k_index, item in enumerate(selected(kernels, family, kcfg.per_family, kcfg.select)):
+        for k_index, item in enumerate(selected(kernels, family, kcfg.per_family, kcfg.select,
+                                                          kcfg.once_per)):
             plan.append((weight.get(item[1].kernel, 0.0) / total, f_index, k_index, family, item))
     if kcfg.select == "measured_time":
         plan.sort(key=lambda p: (-p[0], p[1], p[2]))
