@@ -111,6 +111,16 @@ def build_sets(db: Path) -> dict:
             "tuned": kernel_sets.build("tuned", stock, db, chronos.triton.enable, chronos.triton.disable)}
 
 
+def require_inductor_kernels(sets: dict, workload: str) -> dict:
+    """`sets`, where they hold Inductor kernels: a set switches Inductor's autotuners only, so a workload of
+    hand-written Triton kernels (attorch_lm) would time stock against stock as if it were the tuned set."""
+    if not sets["stock"].tuners:
+        raise SystemExit(f"e2e_one_process: {workload} compiled no Inductor kernel; a kernel set holds "
+                         "Inductor's autotuners only, so its hand-written Triton kernels would be timed "
+                         "stock against stock: time them with scripts/e2e.py (worker processes)")
+    return sets
+
+
 def seeded_digests(phases: dict) -> dict[str, str]:
     """One step of every phase hashed, each from the same RNG state: a training step's dropout draws the
     same masks in every set (unseeded, bert's stock differed from its own copy by its masks alone)."""
@@ -250,11 +260,7 @@ def main() -> int:
         for fn in phases.values():
             fn()
     torch.cuda.synchronize()
-    sets = build_sets(args.db)
-    if not sets["stock"].tuners:  # the sets switch Inductor's autotuners: with none, tuned would be stock
-        raise SystemExit(f"e2e_one_process: {args.workload} compiled no Inductor kernel; a kernel set holds "
-                         "Inductor's autotuners only, so hand-written Triton kernels (attorch_lm's) would be "
-                         "timed stock against stock: time them with scripts/e2e.py (worker processes)")
+    sets = require_inductor_kernels(build_sets(args.db), args.workload)
     hook, (same, digests) = chronos.triton.stats(), outputs(phases, sets)
     anchors, bitwise = build_anchors(workloads, args.workload, args.anchors, digests)
     replaced, graphs = graphed(phases, sets, anchors, digests) if args.graphs else (None, None)

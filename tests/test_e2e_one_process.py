@@ -171,3 +171,12 @@ def test_graph_runs_replace_each_phase_by_its_sets_graph_and_leave_a_failing_pha
     digests = {r: {"train": "same" if r == "stock" else "other"} for r in runs}
     exact = e2e_graphs.replays_exact(replaced, outs, digests, lambda t: "same", lambda: None)
     assert exact == {"stock": {"train": True}, "tuned": {"train": False}}
+
+
+def test_a_workload_without_inductor_kernels_is_refused_not_timed_against_itself():
+    mod = _script()
+    sets = {s: KernelSet(s) for s in mod.SETS}  # no autotuner registered: attorch_lm's JIT kernels only
+    with pytest.raises(SystemExit, match=r"attorch_lm compiled no Inductor kernel.*scripts/e2e.py"):
+        mod.require_inductor_kernels(sets, "attorch_lm")
+    sets["stock"].tuners.append(object())
+    assert mod.require_inductor_kernels(sets, "flex") is sets

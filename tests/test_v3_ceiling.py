@@ -43,3 +43,12 @@ def test_ceilings_take_each_stages_best_row_beside_stock_and_leave_out_kernels_t
     got = mod.summarize(ceilings)["all"]
     assert got["kernels"] == 1 and got["best_measured"] == pytest.approx(1.25)
     assert got["product_bound"] == pytest.approx(1.25 / 0.9)
+
+
+def test_a_kernel_the_walk_did_not_reach_takes_its_latest_measured_stage(tmp_path):
+    mod = _script()
+    a, b = {"family": "captured/w", "kernel": "a"}, {"family": "captured/w", "kernel": "b"}
+    _write(tmp_path, "knob_walk", [{**a, "error": "not_measured (run this stage on a GPU)"}])
+    _write(tmp_path, "knob_blocks", [{**a, "speedup": 2.0}, {**b, "error": "no block variant"}])
+    _write(tmp_path, "knob_ptx", [{**a, "speedup": 1.5}, {**b, "speedup": 1.1}])
+    assert mod.reached(tmp_path) == {("captured/w", "a"): 2.0, ("captured/w", "b"): 1.1}
