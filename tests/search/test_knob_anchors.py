@@ -109,7 +109,8 @@ def test_the_stages_run_on_replay_and_say_that_nothing_is_measured_yet(tmp_path)
         got = json.loads(out.read_text())
         assert got["section"] == name and all(s["measured"] == 0 for s in got["summary"].values())
         errors = {r["error"] for r in got["kernels"]}
-        skipped = {e for e in errors if e.startswith("skipped: float atomics")}
+        skipped = {e for e in errors if e.startswith("skipped: float atomics")
+                   or "attorch_lm/blocks.json" in e}  # hand-written kernels: no block manifest, said
         assert "not_measured (run this stage on a GPU)" in errors and skipped  # bert and gpt2 hold some
         assert errors - skipped <= {"not_measured (run this stage on a GPU)", NOTHING_TO_TRY}
         assert (NOTHING_TO_TRY in errors) == (name == "knob_blocks")
@@ -134,6 +135,10 @@ def test_the_committed_block_step_replays_as_recorded_and_counts_stock_kept_kern
         return {s.kernel for s in load_specs(specs) if float_atomics(read_ptx(specs, s))}
     for family, s in got["summary"].items():
         rows = [r for r in got["kernels"] if r["family"] == family]
+        if not (ROOT / "data/kernels" / family / "blocks.json").is_file():  # attorch_lm: hand-written kernels
+            said = [r["error"] for r in rows]  # those with knob_ptx's winner reach the manifest on a GPU only
+            assert s["measured"] == 0 and all("blocks.json" in e or "not_measured" in e for e in said)
+            continue
         speedups = [r["speedup"] for r in rows if "best" in r] + [1.0] * s["stock_kept"]
         assert s["measured"] > 0 and s["time_geomean"] == geomean(speedups)
         rest = {r["kernel"] for r in rows if "best" not in r and r["error"] != NOTHING_TO_TRY}

@@ -10,7 +10,7 @@ from chronos.config.checks import check
 from chronos.config.checks import check as _check
 from chronos.config.learning import EnvConfig
 from chronos.config.measure import TimingConfig, parse_tolerance
-from chronos.config.workloads import FAMILIES, check_families
+from chronos.config.workloads import FAMILIES, PENDING_FAMILIES, check_families
 
 
 @dataclass(frozen=True)
@@ -136,9 +136,9 @@ class KnobCensusConfig:
     """Stage knob_census (#28): per captured kernel every single compile-knob value beside stock (action space
     v3, chronos.search.knob_census), the kernels census would choose (the most GPU time first)."""
 
-    families: tuple[str, ...] = FAMILIES
-    """Captured workloads only (registered or pending: config.workloads.PENDING): their kernels' TTIR is what
-    the knob variants are compiled from."""
+    families: tuple[str, ...] = (*FAMILIES, *PENDING_FAMILIES)
+    """Captured workloads only (registered or pending: config.workloads.PENDING, item 7's two): their
+    kernels' TTIR is what the knob variants are compiled from."""
     per_family: int = 24
     select: str = "profile"
     """Which kernels (SELECT, chronos.search.headroom.selected): `profile` (the captures' profiles hold no

@@ -45,7 +45,9 @@ def _x(v) -> str:
 
 
 def _gpu(step: dict | None) -> str:
-    return ((step or {}).get("provenance") or {}).get("gpu", "?").replace("NVIDIA ", "")
+    """The GPU a stage's numbers were measured on: in replay, every GPU its parts name."""
+    prov = (step or {}).get("provenance") or {}
+    return " and ".join(g.replace("NVIDIA ", "") for g in prov.get("gpus") or [prov.get("gpu", "?")])
 
 
 def _cell(step: dict | None, family: str) -> str:

@@ -99,6 +99,12 @@ def run(args, cfg) -> int:
     weights = {f: measured_gpu_ms(args.kernels / f) for f in kcfg.families}  # each family's timed GPU time
     t0 = time.perf_counter()
     compilers: dict = {}
+    gpus: set[str] = set()  # (replay) the GPUs the replayed parts were measured on
+
+    def pin(prov: dict) -> None:
+        gpus.add(prov.get("gpu") or "")
+        pin_part(backend, prov)
+
     try:
         replay = isinstance(backend, ReplayBackend)
         rows = []
@@ -109,9 +115,10 @@ def run(args, cfg) -> int:
             rows += census_family(family, [item], measure,
                                   parts, replay, lambda: time.perf_counter() - t0 > budget,
                                   backend.provenance, args.section, settler(args, folder, family),
-                                  lambda prov: pin_part(backend, prov),
+                                  pin,
                                   remeasure=args.remeasure)
-        prov = {**backend.provenance(), "command": command_line(args.section, args.argv[2:])}
+        prov = {**backend.provenance(), "command": command_line(args.section, args.argv[2:]),
+                **({"gpus": sorted(g for g in gpus if g)} if replay else {})}
     finally:
         backend.close()
         for c in compilers.values():
