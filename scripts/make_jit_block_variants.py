@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from chronos.kernels.spec import read_ptx_file
-from chronos.triton.jit_source import block_moves, compile_jit, grid_after, load_jit, remake_stock
+from chronos.triton.jit_source import block_dims, block_moves, compile_jit, grid_after, load_jit, remake_stock
 from chronos.triton.tuned_db import ptx_identity_sha256
 
 
@@ -49,7 +49,7 @@ def gz(path: Path, text: str) -> None:
 
 
 def kernel_entry(capture: Path, source: Path, package: str, stock_file: str, specs: list[dict],
-                 identity: dict) -> dict:
+                 identity: dict, limit: int = 256) -> dict:
     """One stock PTX: its stock launch remade, then each block move with a grid per launch."""
     first = specs[0]
     path = defining_file(source, first["entry"])
@@ -59,7 +59,7 @@ def kernel_entry(capture: Path, source: Path, package: str, stock_file: str, spe
     opts = {k: v for k, v in identity.get("launch_options", {}).items()
             if k in ("num_warps", "num_stages", "num_ctas", "maxnreg")}
     ident = ptx_identity_sha256(read_ptx_file(capture / stock_file))
-    stock = remake_stock(fn, first, constexprs_of(first), opts, ident)
+    stock = remake_stock(fn, first, constexprs_of(first), opts, ident, limit)
     stem = Path(stock_file).name.split(".")[0]
     if stock is None:
         return {"stem": stem, "error": "no rebuilt launch remade the stock PTX", "source": str(path)}
@@ -69,7 +69,8 @@ def kernel_entry(capture: Path, source: Path, package: str, stock_file: str, spe
     for move in block_moves(constexprs_of(first), opts.get("num_warps", 4)):
         v = {"label": move["label"], "kwargs": {move["block"]: move["new"]}, "num_warps": move["num_warps"]}
         grids = {s["kernel"]: g for s in specs
-                 if (g := grid_after(s, move["block"], move["old"], move["new"]))}
+                 if (g := grid_after(s, move["block"], move["old"], move["new"],
+                                     block_dims(sig, s, constexprs_of(first))))}
         if not grids:
             out["variants"].append({**v, "error": "no grid dimension is ceil(n / block) for this block"})
             continue
@@ -90,6 +91,9 @@ def main() -> int:
     p.add_argument("capture", type=Path)
     p.add_argument("--source", type=Path, required=True, help="the folder of the library's kernel modules")
     p.add_argument("--package", help="the package the modules belong to (their relative imports)")
+    p.add_argument("--launch-limit", type=int, default=256,
+                   help="launches tried per kernel to remake its stock PTX (a kernel with many unit strides "
+                        "specialised away, like attorch's linear, may need thousands)")
     args = p.parse_args()
     import triton
 
@@ -102,7 +106,7 @@ def main() -> int:
     for stock_file, group in sorted(by_ptx.items()):
         try:
             entries[stock_file] = kernel_entry(args.capture, args.source, args.package, stock_file, group,
-                                               identity.get(group[0]["kernel"], {}))
+                                               identity.get(group[0]["kernel"], {}), args.launch_limit)
         except Exception as e:  # noqa: BLE001 - one kernel's failure is said, the rest go on
             entries[stock_file] = {"error": f"{type(e).__name__}: {' '.join(str(e).split())[:300]}"}
         e = entries[stock_file]

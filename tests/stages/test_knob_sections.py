@@ -33,7 +33,7 @@ def test_selected_by_measured_time_the_budget_goes_to_the_largest_shares_of_ever
 
     kernels = Path(__file__).resolve().parents[2] / "data" / "kernels"
     families = ["captured/llama", "captured/flex"]
-    heaviest = SimpleNamespace(families=families, per_family=4, select="measured_time")
+    heaviest = SimpleNamespace(families=families, per_family=4, select="measured_time", once_per="entry")
     weights = {f: measured_gpu_ms(kernels / f) for f in families}
     by_share = measuring_order(kernels, heaviest, weights)
     assert {f for f, _ in by_share} == set(families) and len(by_share) == 8
@@ -41,8 +41,8 @@ def test_selected_by_measured_time_the_budget_goes_to_the_largest_shares_of_ever
     shares = [time_shares(weights[f], [{"kernel": item[1].kernel, "best": {}, "speedup": 1.0}])
               ["measured_time_share"] for f, item in by_share]
     assert shares == sorted(shares, reverse=True)
-    in_order = measuring_order(kernels, SimpleNamespace(families=families, per_family=4, select="profile"),
-                               weights)
+    by_profile = SimpleNamespace(families=families, per_family=4, select="profile", once_per="entry")
+    in_order = measuring_order(kernels, by_profile, weights)
     assert [f for f, _ in in_order] == ["captured/llama"] * 4 + ["captured/flex"] * 4
 
 

@@ -13,6 +13,7 @@ triton = pytest.importorskip("triton")
 
 from chronos.triton.jit_source import (
     _alignments,
+    block_dims,
     block_moves,
     compile_jit,
     grid_after,
@@ -66,9 +67,36 @@ def test_alignments_put_pointers_on_buffers_and_let_unit_strides_and_none_pointe
     assert all(dict(m)["x_ptr"] or dict(m)["bias_ptr"] for m in got)  # a buffer is never an int's place
 
 
+def test_an_alias_argument_is_a_pointer_too():
+    kept = [{"kind": "buffer"}, {"kind": "alias"}, {"kind": "scalar"}]  # attorch: the input again as bias
+    got = [dict(m) for m in _alignments(["x_ptr", "bias_ptr", "n"], kept)]
+    assert got == [{"x_ptr": kept[0], "bias_ptr": kept[1], "n": kept[2]}]
+
+
 def test_a_grid_that_does_not_follow_the_block_gives_no_move():
     spec = _spec([7, 1, 1])
     assert grid_after(spec, "BLOCK_SIZE", 1024, 2048) is None
+
+
+def test_a_matmul_grid_over_rows_times_columns_follows_each_of_its_two_blocks():
+    # attorch's linear, 4096 x 2048 -> 2048: grid (cdiv(batch_dim, 128) * cdiv(out_feat_dim, 128),)
+    signature = {"x_pointer": "*fp16", "batch_dim": "i32", "in_feat_dim": "i32", "out_feat_dim": "i32",
+                 "x_stride": "i32", "one_stride": "constexpr", "BLOCK_SIZE_BATCH": "constexpr"}
+    spec = {"args": [{"kind": "buffer"}, *({"kind": "scalar", "value": v} for v in (4096, 2048, 2048, 2048)),
+                     {"kind": "null"}], "grid": [512, 1, 1]}
+    blocks = {"BLOCK_SIZE_BATCH": 128, "BLOCK_SIZE_IN_FEAT": 32, "BLOCK_SIZE_OUT_FEAT": 128, "fp16": True}
+    dims = block_dims(signature, spec, blocks)
+    assert dims == {"BLOCK_SIZE_BATCH": (4096, 128), "BLOCK_SIZE_IN_FEAT": (2048, 32),
+                    "BLOCK_SIZE_OUT_FEAT": (2048, 128)}
+    assert grid_after(spec, "BLOCK_SIZE_BATCH", 128, 256, dims) == [16 * 16, 1, 1]
+    assert grid_after(spec, "BLOCK_SIZE_OUT_FEAT", 128, 64, dims) == [32 * 32, 1, 1]
+    assert grid_after(spec, "BLOCK_SIZE_IN_FEAT", 32, 64, dims) == [512, 1, 1]  # the reduction's: kept
+    assert grid_after(spec, "BLOCK_SIZE_BATCH", 128, 256) is None  # by values alone: no rule fits
+    # at 4096 x 2048 -> 11264 with IN_FEAT 64, cdiv(2048, 64) = cdiv(4096, 128): two products explain it
+    wide = {**spec, "grid": [1408, 1, 1]}
+    two_ways = {"BLOCK_SIZE_BATCH": (4096, 128), "BLOCK_SIZE_IN_FEAT": (2048, 64),
+                "BLOCK_SIZE_OUT_FEAT": (11264, 256)}
+    assert grid_after(wide, "BLOCK_SIZE_BATCH", 128, 256, two_ways) is None
 
 
 def test_the_committed_attorch_variants_were_built_from_its_vendored_source():

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import itertools
+import math
 import re
 import sys
 import types
@@ -84,6 +85,11 @@ def _gone_values(name: str) -> tuple:
     return (1,) if "stride" in name.lower() else (None, 1)
 
 
+def _is_pointer(param: dict) -> bool:
+    """A buffer, or an alias into one (attorch's linear passes its input again as the absent bias)."""
+    return param["kind"] in ("buffer", "alias")
+
+
 def _alignments(runtime: list[str], kept: list[dict], i: int = 0, j: int = 0):
     """Each way the runtime arguments map onto the kept PTX parameters in order: (name, param or None),
     a pointer-named argument only onto a buffer, any other only onto a scalar."""
@@ -95,7 +101,7 @@ def _alignments(runtime: list[str], kept: list[dict], i: int = 0, j: int = 0):
     if len(runtime) - i > len(kept) - j:  # it may be one that was specialised away
         for rest in _alignments(runtime, kept, i + 1, j):
             yield [(name, None), *rest]
-    if j < len(kept) and (kept[j]["kind"] == "buffer") == bool(POINTER_NAME.search(name)):
+    if j < len(kept) and _is_pointer(kept[j]) == bool(POINTER_NAME.search(name)):
         for rest in _alignments(runtime, kept, i + 1, j + 1):
             yield [(name, kept[j]), *rest]
 
@@ -118,9 +124,9 @@ def launches_of(fn, args: list[dict], constexprs: dict, alignment: dict, limit: 
             for n, a in mapping:
                 if a is None:
                     continue
-                table, v = (POINTER_TYPES, None) if a["kind"] == "buffer" else (SCALAR_TYPES, a.get("value"))
+                table, v = (POINTER_TYPES, None) if _is_pointer(a) else (SCALAR_TYPES, a.get("value"))
                 sig[n] = table.get(a["dtype"])
-                aligned = alignment.get(a["name"], 0) >= 16 if a["kind"] == "buffer" else (
+                aligned = alignment.get(a["name"], 0) >= 16 if _is_pointer(a) else (
                     isinstance(v, int) and not isinstance(v, bool) and v % 16 == 0)
                 if aligned:
                     attrs[(fn.arg_names.index(n),)] = [["tt.divisibility", 16]]
@@ -142,9 +148,10 @@ def compile_jit(fn, signature: dict, constexprs: dict, attrs: dict, options: dic
     return k.asm["ptx"], int(k.metadata.num_warps), int(k.metadata.shared)
 
 
-def remake_stock(fn, spec: dict, constexprs: dict, options: dict, ident: str):
-    """(signature, constexprs, attrs) whose compile is the stock PTX, or None."""
-    for launch in launches_of(fn, spec["args"], constexprs, spec.get("alignment", {})):
+def remake_stock(fn, spec: dict, constexprs: dict, options: dict, ident: str, limit: int = 256):
+    """(signature, constexprs, attrs) whose compile is the stock PTX, or None (at most `limit` launches
+    tried: about a second of compile each)."""
+    for launch in launches_of(fn, spec["args"], constexprs, spec.get("alignment", {}), limit):
         try:
             ptx = compile_jit(fn, *launch, options)[0]
         except Exception:  # noqa: BLE001, S112 - a guess Triton refuses is just not the launch
@@ -154,20 +161,67 @@ def remake_stock(fn, spec: dict, constexprs: dict, options: dict, ident: str):
     return None
 
 
-def grid_after(spec: dict, block: str, old: int, new: int) -> list[int] | None:
-    """The grid with `block` moved from old to new: each dimension that equals ceil(n / old) for one of the
-    launch's integer arguments n becomes ceil(n / new); None when no dimension depends on it that way, or
-    two arguments that fit disagree."""
+def _cdiv(n: int, b: int) -> int:
+    return -(-n // b)
+
+
+def grid_after(spec: dict, block: str, old: int, new: int, dims: dict | None = None) -> list[int] | None:
+    """The grid with `block` moved from old to new. With `dims` (each block constexpr's extent: the launch
+    argument its name names, chronos.triton.jit_source.block_dims), a dimension that is the product of
+    ceil(extent / block) over one or two blocks — a matmul's 1D grid over rows and columns, attorch's
+    linear — takes the new block's term; one that such a product explains without the moved block (a
+    reduction's block) stays. Otherwise (no dims, or a grid they explain in no way or two), a dimension
+    equal to ceil(n / old) for one integer argument n becomes ceil(n / new). None when no dimension
+    follows the block, or the arguments that fit disagree."""
+    if dims and block in dims and (grid := _grid_by_extent(spec["grid"], block, new, dims)) is not None:
+        return grid
     ints = [a["value"] for a in spec["args"] if a["kind"] == "scalar" and isinstance(a.get("value"), int)
             and not isinstance(a.get("value"), bool) and a["value"] > 0]
     grid, moved = list(spec["grid"]), False
     for d, g in enumerate(spec["grid"]):
-        fits = {-(-n // new) for n in ints if -(-n // old) == g and n > old * (g - 1)}
+        fits = {_cdiv(n, new) for n in ints if _cdiv(n, old) == g and n > old * (g - 1)}
         if len(fits) > 1:
             return None
         if fits and g > 1:
             grid[d], moved = fits.pop(), True
     return grid if moved else None
+
+
+def _grid_by_extent(grid: list[int], block: str, new: int, dims: dict) -> list[int] | None:
+    """grid_after by named extents: dims is block -> (extent, its stock value)."""
+    out, explained = list(grid), 0
+    for d, g in enumerate(grid):
+        if g <= 1:
+            continue
+        terms = [b for b in dims if _cdiv(*dims[b]) > 1]  # a block whose term is 1 explains nothing
+        subsets = [(a,) for a in terms] + [(a, b) for a in terms for b in terms if a < b]
+        fits = [sub for sub in subsets if math.prod(_cdiv(*dims[b]) for b in sub) == g]
+        if len(fits) != 1:
+            return None  # unexplained, or explained two ways
+        explained += 1
+        out[d] = math.prod(_cdiv(dims[b][0], new if b == block else dims[b][1]) for b in fits[0])
+    return out if explained else None
+
+
+def block_dims(signature: dict, spec: dict, constexprs: dict) -> dict:
+    """block constexpr -> (its extent, its value): the runtime integer argument named after the block
+    (BLOCK_SIZE_OUT_FEAT -> out_feat_dim, BLOCK_SIZE_N -> n), where exactly one is; read from the remade
+    launch's signature, whose kept scalars are the spec's scalars in order."""
+    names = [n for n, t in signature.items() if t != "constexpr" and not t.startswith("*")]
+    values = [a.get("value") for a in spec["args"] if a["kind"] == "scalar"]
+    if len(names) != len(values):
+        return {}
+    ints = {n: v for n, v in zip(names, values, strict=True)
+            if isinstance(v, int) and not isinstance(v, bool) and v > 0}
+    out = {}
+    for key, v in constexprs.items():
+        if not BLOCK.fullmatch(key) or not isinstance(v, int) or isinstance(v, bool):
+            continue
+        stem = re.sub(r"^BLOCK_(SIZE_)?", "", key).lower()
+        named = [n for n in ints if n.lower() in (stem, f"{stem}_dim", f"{stem}_size", f"n_{stem}")]
+        if len(named) == 1:
+            out[key] = (ints[named[0]], v)
+    return out
 
 
 def block_moves(constexprs: dict, num_warps: int) -> list[dict]:
