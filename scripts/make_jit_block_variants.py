@@ -66,11 +66,11 @@ def kernel_entry(capture: Path, source: Path, package: str, stock_file: str, spe
     sig, consts, attrs = stock
     out = {"stem": stem, "remade_stock": True, "source": str(path.resolve().relative_to(ROOT)),
            "stock_config": {"kwargs": constexprs_of(first), **opts}, "variants": []}
+    dims = {s["kernel"]: block_dims(sig, s, constexprs_of(first)) for s in specs}  # each launch's extents
     for move in block_moves(constexprs_of(first), opts.get("num_warps", 4)):
         v = {"label": move["label"], "kwargs": {move["block"]: move["new"]}, "num_warps": move["num_warps"]}
         grids = {s["kernel"]: g for s in specs
-                 if (g := grid_after(s, move["block"], move["old"], move["new"],
-                                     block_dims(sig, s, constexprs_of(first))))}
+                 if (g := grid_after(s, move["block"], move["old"], move["new"], dims[s["kernel"]]))}
         if not grids:
             out["variants"].append({**v, "error": "no grid dimension is ceil(n / block) for this block"})
             continue

@@ -189,12 +189,12 @@ def grid_after(spec: dict, block: str, old: int, new: int, dims: dict | None = N
 
 def _grid_by_extent(grid: list[int], block: str, new: int, dims: dict) -> list[int] | None:
     """grid_after by named extents: dims is block -> (extent, its stock value)."""
+    terms = [b for b in dims if _cdiv(*dims[b]) > 1]  # a block whose term is 1 explains nothing
+    subsets = [(a,) for a in terms] + [(a, b) for a in terms for b in terms if a < b]
     out, explained = list(grid), 0
     for d, g in enumerate(grid):
         if g <= 1:
             continue
-        terms = [b for b in dims if _cdiv(*dims[b]) > 1]  # a block whose term is 1 explains nothing
-        subsets = [(a,) for a in terms] + [(a, b) for a in terms for b in terms if a < b]
         fits = [sub for sub in subsets if math.prod(_cdiv(*dims[b]) for b in sub) == g]
         if len(fits) != 1:
             return None  # unexplained, or explained two ways
