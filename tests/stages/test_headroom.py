@@ -67,6 +67,16 @@ def test_selection_once_per_ptx_keeps_each_shape_a_name_was_compiled_for():
     assert len({s.ptx for _, s in by_ptx}) == len(by_ptx) == 28
 
 
+def test_selection_once_per_ptx_begins_with_the_entry_selection():
+    # a cap keeps every kernel the entry selection took, then the other shapes; a full cap, the same list
+    kernels = ROOT / "data/kernels"
+    for family, cap in [("captured/flex_decode_long", 20), ("captured/llama", 24)]:
+        by_entry = headroom_lib.selected(kernels, family, cap)
+        by_ptx = headroom_lib.selected(kernels, family, cap, once_per="ptx")
+        assert by_ptx[:len(by_entry)] == by_entry and len(by_ptx) == cap
+    assert len(headroom_lib.selected(kernels, "captured/flex_decode_long", 20)) == 14
+
+
 def test_on_replay_a_kernel_without_a_part_is_not_measured(tmp_path):
     params = tmp_path / "params.yaml"
     params.write_text((ROOT / "params.yaml").read_text().replace("per_family: 24", "per_family: 1"))

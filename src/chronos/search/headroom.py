@@ -29,9 +29,10 @@ def selected(kernels: Path, family: str, per_family: int, select: str = "profile
              once_per: str = "entry") -> list[tuple[Path, object]]:
     """(specs.json, spec) of `per_family` kernels of a family, chosen as `select` says
     (chronos.config.search.SELECT); without a profile, spread evenly over the specs (the suites list one
-    family's sizes together). With `profile`, one launch per entry name (`once_per="entry"`) or per
-    distinct stock PTX (`"ptx"`: one name compiled for several shapes is several kernels, as
-    flex_decode_long's decode template at four batch sizes)."""
+    family's sizes together). With `profile`, one launch per entry name (`once_per="entry"`); with
+    `"ptx"`, after every entry's first, its other stock PTX (one name compiled for several shapes is several
+    kernels, as flex_decode_long's decode template at four batch sizes): the entry selection is a prefix of
+    it, so a cap it fills keeps the same kernels and no kernel measured under `entry` drops out."""
     found = [(sj, spec) for _, sj, spec in kernels_of(kernels, [family])]
     if select == "measured_time":
         weight = measured_gpu_ms(kernels / family)
@@ -42,10 +43,15 @@ def selected(kernels: Path, family: str, per_family: int, select: str = "profile
         found = [(found[0][0], s) for s in order]
     else:
         found = found[:: max(1, len(found) // per_family)]
-    key = (lambda s: s.entry) if once_per == "entry" else (lambda s: s.ptx)
-    seen: set[str] = set()
-    once = [(sj, s) for sj, s in found if not (key(s) in seen or seen.add(key(s)))]
+    once = first_of_each(found, lambda s: s.entry, set())
+    if once_per == "ptx":
+        once += first_of_each(found, lambda s: s.ptx, {s.ptx for _, s in once})
     return once[:per_family]
+
+
+def first_of_each(found: list, key, seen: set) -> list:
+    """The items of `found` whose key is not in `seen` yet, in order, each key once (`seen` grows)."""
+    return [(sj, s) for sj, s in found if not (key(s) in seen or seen.add(key(s)))]
 
 
 def bytes_moved(spec) -> int:
