@@ -6,7 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
+from chronos.errors import ChronosError
 from chronos.search.knob_blocks import block_variants, blocks_kernel, blocks_summary, nothing_to_try
+from chronos.search.knob_census import census_family
 
 from .stub_backend import StubBackend, gpt2_kernel
 
@@ -63,5 +67,9 @@ def test_an_earlier_winner_that_stays_fastest_is_confirmed_beside_stock_alone(tm
 def test_a_kernel_without_a_blocks_manifest_is_a_row_not_a_stage_error(tmp_path):
     folder, spec, _ = _kernel_with_blocks(tmp_path)
     (folder / "blocks.json").unlink()  # as for a workload of hand-written kernels (attorch_lm)
-    row = nothing_to_try(spec, folder, None)
-    assert row["kernel"] == spec.kernel and "no " in row["error"] and "make_block_variants" in row["error"]
+    with pytest.raises(ChronosError, match="make_block_variants"):
+        nothing_to_try(spec, folder, None)
+    rows = census_family("f", [(None, spec)], measure=None, parts=tmp_path / "parts", replay=True,
+                         out_of_budget=lambda: False, provenance=dict,
+                         settled=lambda s: nothing_to_try(s, folder, None))
+    assert rows[0]["kernel"] == spec.kernel and "make_block_variants" in rows[0]["error"]

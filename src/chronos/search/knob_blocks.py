@@ -78,10 +78,7 @@ def nothing_to_try(spec, folder: Path, prior: Variant | None) -> dict | None:
     the manifests and knob_ptx's parts alone; None where there is something to measure (or it is racy)."""
     if prior is not None or racy(spec, read_ptx(folder / "specs.json", spec)):
         return None
-    try:
-        blocks, others = block_variants(folder, spec)
-    except ChronosError as e:  # no manifest (a workload of hand-written kernels has none): said, not fatal
-        return {"kernel": spec.kernel, "error": " ".join(str(e).split())}
+    blocks, others = block_variants(folder, spec)  # no manifest: ChronosError, the kernel's error row
     return None if blocks else {"kernel": spec.kernel, "error": NOTHING_TO_TRY, "candidates": others}
 
 

@@ -103,12 +103,13 @@ def census_family(family: str, selected, measure, parts: Path, replay: bool, out
     part is recorded is taken as recorded (`from_part`), so that a run adds the kernels a new selection
     brings without spending GPU time on the others; `remeasure` times it again. `settled(spec)`: the row
     of a kernel decided without measuring (from committed files alone, alike on a GPU and in replay), or
-    None. `pin(provenance)`: in replay, called with a kernel's part's provenance before it is measured again
+    None; where it raises ChronosError, the kernel's error row (as where `measure` does).
+    `pin(provenance)`: in replay, called with a kernel's part's provenance before it is measured again
     (the GPU it was measured on; `recorded_at`, the store time it was recorded at, where the part has it), so
     that a later stage's timing of the same contenders, on another GPU or later, cannot change it."""
     rows = []
     for _, spec in selected:
-        if settled is not None and (row := settled(spec)) is not None:
+        if settled is not None and (row := _settled(spec, settled)) is not None:
             rows.append({"family": family, **row})
             continue
         part = parts / family / f"{spec.kernel}.json"
@@ -130,13 +131,24 @@ def census_family(family: str, selected, measure, parts: Path, replay: bool, out
     return rows
 
 
+def _settled(spec, settled) -> dict | None:
+    try:
+        return settled(spec)
+    except ChronosError as e:  # e.g. knob_blocks without a manifest (hand-written kernels have none)
+        return {"kernel": spec.kernel, "error": _one_line(e)}
+
+
+def _one_line(e: Exception) -> str:
+    return " ".join(str(e).split())[:400]
+
+
 def _measured(spec, measure, recorded: dict | None, part: Path, provenance) -> dict:
     """`measure(spec)`'s row (an error row where it raised): recorded into `part` where nothing was, else
     compared with the record (`as_recorded`)."""
     try:
         row = measure(spec)
     except ChronosError as e:
-        return {"kernel": spec.kernel, "error": " ".join(str(e).split())[:400]}
+        return {"kernel": spec.kernel, "error": _one_line(e)}
     if recorded is None and "error" not in row:
         part.parent.mkdir(parents=True, exist_ok=True)
         stamp = {**provenance(), "recorded_at": now_stamp()}  # after every comparison of the kernel

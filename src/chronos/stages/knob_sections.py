@@ -102,7 +102,8 @@ def run(args, cfg) -> int:
     gpus: set[str] = set()  # (replay) the GPUs the replayed parts were measured on
 
     def pin(prov: dict) -> None:
-        gpus.add(prov.get("gpu") or "")
+        if prov.get("gpu"):
+            gpus.add(prov["gpu"])
         pin_part(backend, prov)
 
     try:
@@ -112,13 +113,11 @@ def run(args, cfg) -> int:
         for family, item in measuring_order(args.kernels, kcfg, weights):
             folder = args.kernels / family
             measure = measurer(args, folder, family, backend, timing, min_gain, compilers)
-            rows += census_family(family, [item], measure,
-                                  parts, replay, lambda: time.perf_counter() - t0 > budget,
-                                  backend.provenance, args.section, settler(args, folder, family),
-                                  pin,
-                                  remeasure=args.remeasure)
+            rows += census_family(family, [item], measure, parts, replay,
+                                  lambda: time.perf_counter() - t0 > budget, backend.provenance,
+                                  args.section, settler(args, folder, family), pin, remeasure=args.remeasure)
         prov = {**backend.provenance(), "command": command_line(args.section, args.argv[2:]),
-                **({"gpus": sorted(g for g in gpus if g)} if replay else {})}
+                **({"gpus": sorted(gpus)} if replay else {})}
     finally:
         backend.close()
         for c in compilers.values():
