@@ -101,24 +101,32 @@ def ratios(times: dict[str, list[dict]], a: str, b: str, phase: str | None = Non
     return [pick(x) / pick(y) for x, y in zip(times[a], times[b], strict=True)]
 
 
-def build_sets(db: Path) -> dict:
-    """The warm-up's stock launchers, a second copy of them, and the tuned ones (the DB deployed)."""
+def build_sets(db: Path, phases: dict) -> dict:
+    """The warm-up's stock kernels, a second copy of them, and the tuned ones (the DB deployed); a JIT
+    function's copies are compiled by running every phase once."""
     import chronos.triton
     from chronos.triton import kernel_sets
 
+    def warm() -> None:
+        import torch
+
+        for fn in phases.values():
+            fn()
+        torch.cuda.synchronize()
+
     stock = kernel_sets.capture_stock()
-    return {"stock": stock, "stock_copy": kernel_sets.build("stock_copy", stock),
-            "tuned": kernel_sets.build("tuned", stock, db, chronos.triton.enable, chronos.triton.disable)}
+    return {"stock": stock, "stock_copy": kernel_sets.build("stock_copy", stock, warm=warm),
+            "tuned": kernel_sets.build("tuned", stock, db, chronos.triton.enable, chronos.triton.disable,
+                                       warm=warm)}
 
 
-def require_inductor_kernels(sets: dict, workload: str) -> dict:
-    """`sets`, where they hold Inductor kernels: a set switches Inductor's autotuners only, so a workload of
-    hand-written Triton kernels (attorch_lm) would time stock against stock as if it were the tuned set."""
-    if not sets["stock"].tuners:
-        raise SystemExit(f"e2e_one_process: {workload} compiled no Inductor kernel; a kernel set holds "
-                         "Inductor's autotuners only, so its hand-written Triton kernels would be timed "
-                         "stock against stock: time them with scripts/e2e.py (worker processes)")
-    return sets
+def kernel_count(sets: dict, workload: str) -> int:
+    """Inductor autotuners and JIT functions the sets switch; none: the tuned set would be timed as stock."""
+    n = len(sets["stock"].tuners) + len(sets["stock"].jit)
+    if not n:
+        raise SystemExit(f"e2e_one_process: {workload} ran no Triton kernel that a kernel set can switch "
+                         "(no Inductor autotuner, no JIT function)")
+    return n
 
 
 def seeded_digests(phases: dict) -> dict[str, str]:
@@ -260,14 +268,15 @@ def main() -> int:
         for fn in phases.values():
             fn()
     torch.cuda.synchronize()
-    sets = require_inductor_kernels(build_sets(args.db), args.workload)
+    sets = build_sets(args.db, phases)
+    kernels = kernel_count(sets, args.workload)
     hook, (same, digests) = chronos.triton.stats(), outputs(phases, sets)
     anchors, bitwise = build_anchors(workloads, args.workload, args.anchors, digests)
     replaced, graphs = graphed(phases, sets, anchors, digests) if args.graphs else (None, None)
     stock_steps = (replaced or {"stock": phases})["stock"]
     steps = steps_per_phase(timed(stock_steps, dict.fromkeys(phases, 3)), 3, args.round_seconds)
     times = rounds(phases, sets, steps, args.rounds, anchors, replaced)
-    out = {"workload": args.workload, "db": str(args.db), "kernels": len(sets["stock"].tuners),
+    out = {"workload": args.workload, "db": str(args.db), "kernels": kernels,
            "timing": "cuda_graphs" if args.graphs else "python_steps", "graphs": graphs,
            "steps": steps, "configs_applied": sets["tuned"].configs, "hook": hook, "outputs": same,
            **verdicts(times, phases), "anchors": anchor_verdicts(times, phases, bitwise),

@@ -65,3 +65,47 @@ def test_a_copy_of_stock_and_a_tuned_set_and_the_switch_between_them():
     assert a.launchers[0] is tuned.launchers[id(a)][0]
     kernel_sets.use(stock)
     assert a.launchers[0].tag == "warm-up"
+
+
+class _JITFunction:  # what kernel_sets needs of Triton's: a per-function cache keyed by the launch's options
+    def __init__(self, name):
+        self.__name__, self.src = name, f"def {name}(): ..."
+        self.device_caches = self.create_binder()
+        self.compiled = []
+
+    def create_binder(self):
+        return {}
+
+    def run(self, *args, grid, warmup, **kwargs):
+        key = (kwargs.get("num_warps", 4), kwargs.get("BLOCK"))
+        if key not in self.device_caches:
+            self.compiled.append(key)
+            self.device_caches[key] = f"kernel{key}"
+        return self.device_caches[key]
+
+
+def test_a_jit_function_gets_a_cache_per_set_and_its_tuned_options_where_the_set_is_used():
+    kernel_sets.track()
+    kernel_sets._wrap_jit(SimpleNamespace(JITFunction=_JITFunction))
+    deploy_configs._wrap_jit(SimpleNamespace(JITFunction=_JITFunction))
+    fn = _JITFunction("norm")
+    launch = lambda: fn.run(grid=(1,), warmup=False, BLOCK=64, num_warps=4, num_stages=3)
+    assert launch() == "kernel(4, 64)"
+    stock = kernel_sets.capture_stock()
+    assert stock.jit[id(fn)] is fn.device_caches
+    copy = kernel_sets.build("copy", stock, warm=launch)
+    assert copy.jit[id(fn)] is not stock.jit[id(fn)] and fn.compiled == [(4, 64), (4, 64)]
+    entry = ConfigEntry(ConfigKey("norm", deploy_configs.source_sha256(fn), "G", "", ""),
+                        KernelConfig({"BLOCK": 64}, 4, 3), KernelConfig({"BLOCK": 64}, 8, 3), 0.9,
+                        (0.88, 0.92), {"bit_exact": True})
+    env = {"gpu": "G", "torch": "", "triton": ""}
+    tuned = kernel_sets.build("tuned", stock, db="db",
+                              enable=lambda db: deploy_configs.enable([entry], lambda: env, lambda m: None),
+                              disable=deploy_configs.disable, warm=launch)
+    assert fn.device_caches is stock.jit[id(fn)] and launch() == "kernel(4, 64)"  # left on stock
+    kernel_sets.use(tuned)
+    assert launch() == "kernel(8, 64)" and fn.compiled[-1] == (8, 64)  # compiled once, by the warm-up
+    kernel_sets.use(copy)
+    assert launch() == "kernel(4, 64)" and len(fn.compiled) == 3
+    kernel_sets.use(stock)
+    assert fn.device_caches is stock.jit[id(fn)] and deploy_configs._STATE["session"] is None

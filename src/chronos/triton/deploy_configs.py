@@ -20,7 +20,7 @@ import hashlib
 import threading
 
 from chronos.triton.deploy_rows import row_block_tuner, row_change
-from chronos.triton.patch_on_import import PatchOnImport, after_init
+from chronos.triton.patch_on_import import PatchOnImport, after_init, wrap_method
 from chronos.triton.tuned_configs import ConfigEntry, KernelConfig
 
 JIT_DEFAULTS = {"num_warps": 4, "num_stages": 3}
@@ -195,19 +195,15 @@ def _wrap_inductor(mod) -> None:
 
 
 def _wrap_jit(mod) -> None:
-    cls = mod.JITFunction
-    run = cls.run
-    if getattr(run, "__chronos_configs__", False):
-        return
+    def make(run):
+        def wrapped(self, *args, grid, warmup, **kwargs):
+            session = _STATE["session"]
+            if session is not None:
+                kwargs = session.jit_kwargs(self, kwargs)
+            return run(self, *args, grid=grid, warmup=warmup, **kwargs)
+        return wrapped
 
-    def wrapped(self, *args, grid, warmup, **kwargs):
-        session = _STATE["session"]
-        if session is not None:
-            kwargs = session.jit_kwargs(self, kwargs)
-        return run(self, *args, grid=grid, warmup=warmup, **kwargs)
-
-    wrapped.__chronos_configs__ = True
-    cls.run = wrapped
+    wrap_method(mod.JITFunction, "run", "__chronos_configs__", make)
 
 
 PATCHES = {"torch._inductor.runtime.triton_heuristics": _wrap_inductor, "triton.runtime.jit": _wrap_jit}

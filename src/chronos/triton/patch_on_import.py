@@ -22,14 +22,16 @@ class PatchOnImport(importlib.abc.MetaPathFinder):
         self.patches, self.on_error = patches, on_error
 
     def find_spec(self, name, path, target=None):
+        """The module's spec from the other finders, its loader patching it after it executes: with the
+        patches of every PatchOnImport on sys.meta_path that names it (asking them instead would recurse)."""
         if name not in self.patches:
             return None
         for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
+            if isinstance(finder, PatchOnImport) or not hasattr(finder, "find_spec"):
                 continue
             spec = finder.find_spec(name, path, target)
             if spec is not None and spec.loader is not None:
-                spec.loader = _PatchingLoader(spec.loader, self, name)
+                spec.loader = _PatchingLoader(spec.loader, name)
                 return spec
         return None
 
@@ -51,28 +53,38 @@ class PatchOnImport(importlib.abc.MetaPathFinder):
 
 def after_init(cls, mark: str, then: Callable[[object], None]) -> None:
     """Wrap `cls.__init__` once per `mark` so that `then(instance)` runs after it (several marks stack)."""
-    init = cls.__init__
-    if getattr(init, mark, False):
+    def make(init):
+        def __init__(self, *args, **kwargs):
+            init(self, *args, **kwargs)
+            then(self)
+        return __init__
+
+    wrap_method(cls, "__init__", mark, make)
+
+
+def wrap_method(cls, name: str, mark: str, make: Callable) -> None:
+    """Replace `cls.<name>` by `make(the method)` once per `mark`; wrappers of other marks stack, each
+    staying visible to its own check."""
+    method = getattr(cls, name)
+    if getattr(method, mark, False):
         return
-
-    def __init__(self, *args, **kwargs):
-        init(self, *args, **kwargs)
-        then(self)
-
-    marks = (*getattr(init, "__chronos_marks__", ()), mark)  # the wrappers below stay visible as wrapped
+    wrapped = make(method)
+    marks = (*getattr(method, "__chronos_marks__", ()), mark)  # the wrappers below stay visible as wrapped
     for m in marks:
-        setattr(__init__, m, True)
-    __init__.__chronos_marks__ = marks
-    cls.__init__ = __init__
+        setattr(wrapped, m, True)
+    wrapped.__chronos_marks__ = marks
+    setattr(cls, name, wrapped)
 
 
 class _PatchingLoader(importlib.abc.Loader):
-    def __init__(self, loader, finder: PatchOnImport, name: str):
-        self.loader, self.finder, self.name = loader, finder, name
+    def __init__(self, loader, name: str):
+        self.loader, self.name = loader, name
 
     def create_module(self, spec):
         return self.loader.create_module(spec)
 
     def exec_module(self, module):
         self.loader.exec_module(module)
-        self.finder.apply(self.name, module)
+        for finder in list(sys.meta_path):
+            if isinstance(finder, PatchOnImport) and self.name in finder.patches:
+                finder.apply(self.name, module)
