@@ -101,6 +101,15 @@ def ratios(times: dict[str, list[dict]], a: str, b: str, phase: str | None = Non
     return [pick(x) / pick(y) for x, y in zip(times[a], times[b], strict=True)]
 
 
+def run_each(phases: dict) -> None:
+    """Every phase once, synchronised after."""
+    import torch
+
+    for fn in phases.values():
+        fn()
+    torch.cuda.synchronize()
+
+
 def build_sets(db: Path, phases: dict) -> dict:
     """The warm-up's stock kernels, a second copy of them, and the tuned ones (the DB deployed); a JIT
     function's copies are compiled by running every phase once."""
@@ -108,11 +117,7 @@ def build_sets(db: Path, phases: dict) -> dict:
     from chronos.triton import kernel_sets
 
     def warm() -> None:
-        import torch
-
-        for fn in phases.values():
-            fn()
-        torch.cuda.synchronize()
+        run_each(phases)
 
     stock = kernel_sets.capture_stock()
     return {"stock": stock, "stock_copy": kernel_sets.build("stock_copy", stock, warm=warm),
@@ -265,9 +270,7 @@ def main() -> int:
     workloads = _load_workloads(args.workloads)
     phases = build_phases(workloads, args.workload)
     for _ in range(2):  # compile, autotune, settle
-        for fn in phases.values():
-            fn()
-    torch.cuda.synchronize()
+        run_each(phases)
     sets = build_sets(args.db, phases)
     kernels = kernel_count(sets, args.workload)
     hook, (same, digests) = chronos.triton.stats(), outputs(phases, sets)
