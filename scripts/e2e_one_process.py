@@ -273,6 +273,7 @@ def main() -> int:
         run_each(phases)
     sets = build_sets(args.db, phases)
     kernels = kernel_count(sets, args.workload)
+    built = {name: kernel_sets.jit_compiled(ks) for name, ks in sets.items()}
     hook, (same, digests) = chronos.triton.stats(), outputs(phases, sets)
     anchors, bitwise = build_anchors(workloads, args.workload, args.anchors, digests)
     replaced, graphs = graphed(phases, sets, anchors, digests) if args.graphs else (None, None)
@@ -281,13 +282,17 @@ def main() -> int:
     times = rounds(phases, sets, steps, args.rounds, anchors, replaced)
     out = {"workload": args.workload, "db": str(args.db), "kernels": kernels,
            "timing": "cuda_graphs" if args.graphs else "python_steps", "graphs": graphs,
-           "steps": steps, "configs_applied": sets["tuned"].configs, "hook": hook, "outputs": same,
+           "steps": steps, "configs_applied": sets["tuned"].configs, "hook": hook,
+           "jit_compiled_after_build": {n: kernel_sets.jit_compiled(ks) - built[n] for n, ks in sets.items()},
+           "outputs": same,
            **verdicts(times, phases), "anchors": anchor_verdicts(times, phases, bitwise),
            "times": times, "provenance": {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
                                           "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                                           "command": " ".join(sys.argv)}}
     args.out.write_text(json.dumps(out, indent=1) + "\n")
     print(json.dumps({k: out[k] for k in ("kernels", "outputs", "speedup", "aa")}))
+    if late := {n: c for n, c in out["jit_compiled_after_build"].items() if c}:
+        print(f"JIT kernels compiled after their set was built (the tuned set's without its PTX): {late}")
     for a, v in out["anchors"].items():
         print(f"{a}: stock/anchor {v['speedup']['median']:.4f} {v['speedup']['ci95']}, anchor/v3 "
               f"{v['v3_over']['median']:.4f} {v['v3_over']['ci95']}, bitwise {v['bitwise']}")

@@ -4,6 +4,7 @@ switch that points each at one set's launchers."""
 
 from __future__ import annotations
 
+from collections import defaultdict
 from types import SimpleNamespace
 
 from chronos.triton import deploy_configs, kernel_sets
@@ -67,21 +68,22 @@ def test_a_copy_of_stock_and_a_tuned_set_and_the_switch_between_them():
     assert a.launchers[0].tag == "warm-up"
 
 
-class _JITFunction:  # what kernel_sets needs of Triton's: a per-function cache keyed by the launch's options
+class _JITFunction:  # what kernel_sets needs of Triton's: per device (kernel cache, ...) keyed by the options
     def __init__(self, name):
         self.__name__, self.src = name, f"def {name}(): ..."
-        self.device_caches = self.create_binder()
+        self.device_caches = defaultdict(self.create_binder)
         self.compiled = []
 
     def create_binder(self):
-        return {}
+        return {}, {}, "target", "backend", "binder"
 
     def run(self, *args, grid, warmup, **kwargs):
+        kernels = self.device_caches[0][0]
         key = (kwargs.get("num_warps", 4), kwargs.get("BLOCK"))
-        if key not in self.device_caches:
+        if key not in kernels:
             self.compiled.append(key)
-            self.device_caches[key] = f"kernel{key}"
-        return self.device_caches[key]
+            kernels[key] = f"kernel{key}"
+        return kernels[key]
 
 
 def test_a_jit_function_gets_a_cache_per_set_and_its_tuned_options_where_the_set_is_used():
@@ -105,7 +107,10 @@ def test_a_jit_function_gets_a_cache_per_set_and_its_tuned_options_where_the_set
     assert fn.device_caches is stock.jit[id(fn)] and launch() == "kernel(4, 64)"  # left on stock
     kernel_sets.use(tuned)
     assert launch() == "kernel(8, 64)" and fn.compiled[-1] == (8, 64)  # compiled once, by the warm-up
+    assert kernel_sets.jit_compiled(tuned) == 1
+    fn.run(grid=(1,), warmup=False, BLOCK=128, num_warps=4, num_stages=3)  # a shape the warm pass never ran
+    assert kernel_sets.jit_compiled(tuned) == 2  # compiled late, with the stage hook off: counted
     kernel_sets.use(copy)
-    assert launch() == "kernel(4, 64)" and len(fn.compiled) == 3
+    assert launch() == "kernel(4, 64)" and len(fn.compiled) == 4
     kernel_sets.use(stock)
     assert fn.device_caches is stock.jit[id(fn)] and deploy_configs._STATE["session"] is None

@@ -137,6 +137,12 @@ def _jit_caches(warm) -> dict:
     return {id(fn): fn.device_caches for fn in fns}
 
 
+def jit_compiled(s: KernelSet) -> int:
+    """Kernels held in the set's JIT caches. One compiled after build() (a launch its warm pass did not
+    see) was compiled with the stage hook off: its PTX is Triton's, not the tuned one."""
+    return sum(len(per_device[0]) for caches in s.jit.values() for per_device in caches.values())
+
+
 def use(s: KernelSet) -> None:
     """Point every autotuner of the set at the set's launchers (and drop a launcher Inductor cached for its
     fast path, where its version has one), every JIT function at the set's cache (stock's where the set
