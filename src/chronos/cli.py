@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from chronos.commands import capture, optimize, run_deployed, tune
-from chronos.errors import ChronosError
+from chronos.errors import ChronosError, one_line
 
 EXIT_OK, EXIT_DIFFER, EXIT_ERROR = 0, 1, 2
 
@@ -128,7 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.func(args)
     except ChronosError as e:
-        msg = " ".join(str(e).split())  # one line, whatever the message holds
+        msg = one_line(e)  # one line, whatever the message holds
         print(f"chronos: error: {msg}", file=sys.stderr)
         return EXIT_ERROR
 

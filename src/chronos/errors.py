@@ -19,6 +19,12 @@ class ChronosError(Exception):
         return self.message
 
 
+def one_line(e: BaseException | str, limit: int | None = None) -> str:
+    """An error's text on one line (a report row, a log line), cut at `limit` characters."""
+    text = " ".join(str(e).split())
+    return text if limit is None else text[:limit]
+
+
 class PTXParseError(ChronosError):
     """Malformed PTX. Carries the file (when known), 1-based line and column."""
 

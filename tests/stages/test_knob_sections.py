@@ -66,3 +66,77 @@ def test_a_part_records_when_it_was_recorded_and_replay_answers_as_the_store_sto
                         pin=lambda p: (pinned.append(p), pin_part(backend, p)))
     assert pinned == [prov] and (backend.gpu, backend.not_after) == ("G", prov["recorded_at"])
     assert got[0]["as_recorded"] is True
+
+
+def _part(tmp_path, family: str, kernel: str, **row) -> None:
+    path = tmp_path / family / f"{kernel}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"kernel": kernel, **row}))
+
+
+def test_a_part_measured_with_another_ptxas_or_on_another_root_is_stale(tmp_path):
+    from types import SimpleNamespace
+
+    from chronos.stages.knob_sections import staleness
+
+    folder = tmp_path / "kernels" / "w"
+    folder.mkdir(parents=True)
+    ptxas = {"path": "/triton/bin/ptxas", "version": "12.8.93"}
+    (folder / "triton.json").write_text(json.dumps({"k": {"hash": "h", "name": "k", "stock_ptx": "p",
+                                                          "ptxas": ptxas}}))
+    _part(tmp_path / "census", "w", "k", best={"actions": ["maxnreg=64"], "verdict": "faster"})
+    args = SimpleNamespace(section="knob_ptx", knob_parts=tmp_path / "census")
+    stale, spec = staleness(args, folder, "w"), SimpleNamespace(kernel="k")
+    assert stale(spec, {"root": "maxnreg=64", "provenance": {"ptxas": "12.8.93"}}) is None
+    assert "ptxas 13.0.88; its capture's Triton assembles it with 12.8.93" in stale(
+        spec, {"root": "maxnreg=64", "provenance": {"ptxas": "13.0.88"}})
+    assert "measured on stock; the census's winner is now maxnreg=64" in stale(
+        spec, {"root": None, "provenance": {"ptxas": "12.8.93"}})
+    (folder / "triton.json").write_text(json.dumps({"k": {"hash": "h", "name": "k", "stock_ptx": "p"}}))
+    assert staleness(args, folder, "w")(spec, {"root": "maxnreg=64", "provenance": {"ptxas": "13.0.88"}}) \
+        is None  # a capture that recorded no ptxas: nothing to hold the part against
+
+
+def test_a_stale_part_is_measured_again_on_a_gpu_and_named_in_replay(tmp_path):
+    from types import SimpleNamespace
+
+    from chronos.search.knob_census import census_family
+
+    spec = SimpleNamespace(kernel="k")
+    _part(tmp_path, "f", "k", best={"actions": ["old"], "verdict": "faster"}, speedup=1.1)
+    new = {"kernel": "k", "best": {"actions": ["new"], "verdict": "faster"}, "speedup": 1.2}
+    def stale(s, recorded):
+        return "measured on old" if recorded["best"]["actions"] == ["old"] else None
+    run = {"out_of_budget": lambda: False, "provenance": lambda: {"gpu": "G"}, "stale": stale}
+    got = census_family("f", [(0, spec)], lambda s: dict(new), tmp_path, False, **run)
+    assert got[0]["best"]["actions"] == ["new"] and "from_part" not in got[0]
+    assert json.loads((tmp_path / "f" / "k.json").read_text())["best"]["actions"] == ["new"]  # rewritten
+    assert census_family("f", [(0, spec)], lambda s: 1 / 0, tmp_path, False, **run)[0]["from_part"]
+    _part(tmp_path, "f", "k", best={"actions": ["old"], "verdict": "faster"}, speedup=1.1)
+    got = census_family("f", [(0, spec)], lambda s: dict(new), tmp_path, True, **run)
+    assert got[0]["error"] == ("stale part: measured on old (run this stage on a GPU: it measures the kernel "
+                               "again)")
+
+
+def test_the_family_is_timed_with_the_ptxas_its_capture_deploys_with(tmp_path, monkeypatch):
+    from chronos.errors import ChronosError
+    from chronos.stages import knob_sections
+
+    folder = tmp_path / "w"
+    folder.mkdir()
+    assert knob_sections.deploying_ptxas(folder, "/default/ptxas") == ("/default/ptxas", None)
+    recorded = {"path": "/t/ptxas", "version": "12.8.93"}
+    (folder / "triton.json").write_text(json.dumps({"k": {"hash": "h", "name": "k", "stock_ptx": "p",
+                                                          "ptxas": recorded}}))
+    monkeypatch.setattr(knob_sections, "deploy_ptxas", lambda d: "/t/ptxas")
+    monkeypatch.setattr(knob_sections, "ptxas_version", lambda p: "12.8.93")
+    assert knob_sections.deploying_ptxas(folder, "/default/ptxas") == ("/t/ptxas", None)
+    monkeypatch.setattr(knob_sections, "ptxas_version", lambda p: "13.0.88")
+    path, why = knob_sections.deploying_ptxas(folder, "/default/ptxas")
+    assert path == "/default/ptxas" and "deploy with ptxas 12.8.93 (/t/ptxas)" in why and "13.0.88" in why
+    def absent(d):
+        raise ChronosError("no ptxas here emits ISA 8.7")
+    monkeypatch.setattr(knob_sections, "deploy_ptxas", absent)
+    assert "no ptxas here emits ISA 8.7" in knob_sections.deploying_ptxas(folder, "/default/ptxas")[1]
+    with pytest.raises(ChronosError, match="deploy with ptxas 12.8.93"):
+        knob_sections.refusing(why)(None)

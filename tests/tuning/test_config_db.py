@@ -172,3 +172,25 @@ def test_a_walk_s_end_deploys_as_its_whole_config_with_its_ptx_on_the_walk_s_own
             end = Variant(specs[row["kernel"]], root, (label,))
             timed = next(v for v in on_top(specs[row["kernel"]], end) if list(v.actions) == [label, *ptx])
             assert ptx_identity_sha256(timed.ptx) == ptx_identity_sha256(tuned)
+
+
+def test_a_part_timed_with_another_ptxas_than_the_kernel_deploys_with_is_left_out(tmp_path):
+    """A winner is keyed by the ptxas it was timed with; where the capture's Triton assembles the kernel with
+    another (attorch_lm's own 12.8, not torch's 13.0), the hook would never find it: left out, saying so."""
+    parts = sorted((ROOT / "data" / "knob_ptx" / "captured" / "attorch_lm").glob("*.json"))
+    (timed,) = {json.loads(p.read_text())["provenance"]["ptxas"] for p in parts}
+    folder = tmp_path / "attorch_lm"
+    shutil.copytree(ROOT / "data" / "kernels" / "captured" / "attorch_lm", folder)
+
+    def deployed_with(version: str) -> dict:
+        identity = json.loads((folder / "triton.json").read_text())
+        for item in identity.values():
+            item["ptxas"]["version"] = version
+        (folder / "triton.json").write_text(json.dumps(identity))
+        return write_configs(folder, parts, tmp_path / f"{version}.sqlite")
+
+    same, other = deployed_with(timed), deployed_with("11.0.1")
+    assert same["ptx_entries"] > 0 and set(same["left_out"].values()) <= {"no confirmed winner"}
+    assert other["ptx_entries"] == 0 and other["entries"] == 0
+    stale = f"measured with ptxas {timed}; its capture's Triton assembles it with 11.0.1"
+    assert sum(w.startswith(stale) for w in other["left_out"].values()) == same["ptx_entries"]

@@ -145,6 +145,7 @@ rule knob_census:
         "src/chronos/stages/measuring.py",
         "src/chronos/toolchain.py",
         "src/chronos/transforms",
+        "src/chronos/tuning",
     output:
         "reports/knob_census.json",
     resources:
@@ -184,6 +185,7 @@ rule knob_ptx:
         "src/chronos/stages/measuring.py",
         "src/chronos/toolchain.py",
         "src/chronos/transforms",
+        "src/chronos/tuning",
     output:
         "reports/knob_ptx.json",
     resources:
@@ -224,6 +226,7 @@ rule knob_blocks:
         "src/chronos/stages/measuring.py",
         "src/chronos/toolchain.py",
         "src/chronos/transforms",
+        "src/chronos/tuning",
     output:
         "reports/knob_blocks.json",
     resources:
@@ -268,6 +271,7 @@ rule knob_anchors:
         "src/chronos/stages/measuring.py",
         "src/chronos/toolchain.py",
         "src/chronos/transforms",
+        "src/chronos/tuning",
     output:
         "reports/knob_anchors.json",
     resources:
@@ -313,6 +317,7 @@ rule knob_walk:
         "src/chronos/toolchain.py",
         "src/chronos/transforms",
         "src/chronos/triton",
+        "src/chronos/tuning",
     output:
         "reports/knob_walk.json",
     resources:

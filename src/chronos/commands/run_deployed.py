@@ -25,7 +25,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from chronos.errors import ChronosError
+from chronos.errors import ChronosError, one_line
 from chronos.triton import bootstrap
 from chronos.triton.deploy_env import ENV_MODE, ENV_STATS
 from chronos.triton.hook import ENV_DB
@@ -90,7 +90,7 @@ def check_db(db: Path) -> str | None:
         with TunedDB(db, readonly=True) as handle:
             handle.entries()
     except ChronosError as e:
-        return " ".join(str(e).split())
+        return one_line(e)
     except Exception as e:  # noqa: BLE001 - whatever a corrupt file raises, the command still runs
         return f"tuned DB {db} cannot be read ({type(e).__name__}: {e})"
     return None

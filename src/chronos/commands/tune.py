@@ -42,7 +42,7 @@ from pathlib import Path
 
 from chronos.commands.tune_args import resolve_paths
 from chronos.commands.tune_summary import report_not_tuned
-from chronos.errors import ChronosError
+from chronos.errors import ChronosError, one_line
 from chronos.kernels.profile import by_gpu_time
 from chronos.tuning.config_db import latest_parts, write_configs
 from chronos.tuning.db import write_db
@@ -161,7 +161,7 @@ def _racy_or_error(spec, specs_json: Path, parts: Path) -> bool | tuple[dict, st
     try:
         return skipped_as_racy(spec, read_ptx(specs_json, spec), parts)
     except ChronosError as e:
-        return {"kernel": spec.kernel, "verdict": "unmeasured", "error": " ".join(str(e).split())[:400]}, ""
+        return {"kernel": spec.kernel, "verdict": "unmeasured", "error": one_line(e, 400)}, ""
 
 
 def _record(args: argparse.Namespace, parts: Path, row: dict, ptx: str) -> None:

@@ -144,7 +144,7 @@ class KnobCensusConfig:
     """Which kernels (SELECT, chronos.search.headroom.selected): `profile` (the captures' profiles hold no
     per-kernel times: capture order, one kernel per entry name) or `measured_time` (launches x tune's stock
     time)."""
-    once_per: str = "entry"
+    once_per: str = "ptx"
     """With `profile`: one kernel per entry name (`entry`), or that and then each name's other stock PTX
     (`ptx`: a name compiled for several shapes, e.g. one decode template per batch size, counts each, after
     every name's first; ONCE_PER)."""

@@ -97,6 +97,13 @@ class GpuBackend:
         return {"gpu": self.info.get("gpu", "?"), "driver": self.info.get("driver", "?"),
                 "ptxas": self.ptxas_version}
 
+    def use_ptxas(self, path: str) -> None:
+        """Assemble with `path` from now on (a captured workload's kernels with the ptxas its Triton deploys
+        them with, so that the cubins timed are the ones that will run); records and keys follow it."""
+        from chronos.toolchain import ptxas_version
+
+        self.ptxas, self.ptxas_version = str(path), ptxas_version(path)
+
     def _record(self, spec: KernelSpec, v: Variant, **kw) -> Record:
         base = {"kernel": spec.kernel, "ptx_sha256": "" if v.recipe else v.ptx_sha256, "cubin_sha256": "",
                 "gpu": self.info["gpu"], "driver": self.info["driver"], "ptxas": self.ptxas_version,

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from chronos.config import EnvConfig
-from chronos.errors import ChronosError
+from chronos.errors import ChronosError, one_line
 from chronos.kernels.spec import KernelSpec, judged_in_cycles
 from chronos.measure.verdicts import geomean
 from chronos.ptx import emit
@@ -140,7 +140,7 @@ def _beam_candidates(ev, space, policy, base: Outcome, k: int, max_steps: int,
         try:
             out = ev.outcomes([key], space.module)[0] if key else base
         except ChronosError as e:
-            cands.append(Candidate(key, None, "unmeasured", logp, " ".join(str(e).split())[:200]))
+            cands.append(Candidate(key, None, "unmeasured", logp, one_line(e, 200)))
             continue
         cands.append(Candidate(key, out, verdict(key, out, base, min_gain), logp))
     return cands
@@ -168,7 +168,7 @@ def optimize(spec: KernelSpec, module, backend, policy, *, max_steps: int, min_g
     try:
         base, final = ev.outcomes([(), decoded.key], space.module)
     except ChronosError as e:
-        res.error = " ".join(str(e).split())[:400]
+        res.error = one_line(e, 400)
         return res
     res.baseline = base
     res.greedy = Candidate(decoded.key, final, verdict(decoded.key, final, base, min_gain))

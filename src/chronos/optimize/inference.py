@@ -21,7 +21,7 @@ import torch
 
 from chronos.actions import ACTION_NAMES, STOP, get_action_history, get_action_mask
 from chronos.config import EnvConfig, PredictConfig
-from chronos.errors import ChronosError
+from chronos.errors import ChronosError, one_line
 from chronos.features.seed import FEATURE_NAMES, NUM_FEATURES, extract_features_from_ptx
 from chronos.rl.checkpoint import CHECKPOINT_FORMAT, load_model, save_checkpoint
 from chronos.rl.decode import KernelSpace, greedy_decode
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.ptx}: {' '.join(actions) if actions else '(no transform: stop)'}")
         return 0
     except ChronosError as e:
-        print(f"chronos.optimize.inference: error: {' '.join(str(e).split())}", file=sys.stderr)
+        print(f"chronos.optimize.inference: error: {one_line(e)}", file=sys.stderr)
         return 2
 
 

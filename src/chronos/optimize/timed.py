@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from chronos.config import EnvConfig, TimingConfig
-from chronos.errors import ChronosError
+from chronos.errors import ChronosError, one_line
 from chronos.kernels.spec import KernelSpec
 from chronos.measure.verdicts import FASTER, SLOWER, geomean
 from chronos.rl.decode import KernelSpace, beam_decode, greedy_decode
@@ -80,7 +80,7 @@ def optimize_time(spec: KernelSpec, module, backend, policy, *, max_steps: int, 
     try:
         cmp, idx = ev.compare([decoded.key, *[k for k, _ in beams], *extra])
     except ChronosError as e:
-        res.error = " ".join(str(e).split())[:400]
+        res.error = one_line(e, 400)
         return res
     res.measured_at = cmp.provenance.get("created_at", "")
     res.primary = cmp.primary

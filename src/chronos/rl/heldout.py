@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from chronos.config import HeldoutConfig
+from chronos.errors import one_line
 from chronos.features.v2 import space_features
 from chronos.kernels.spec import load_module, load_specs
 from chronos.rl.recorded import RecordedTraining, folder_sha256, training_key
@@ -175,7 +176,7 @@ def side_by_side(rows: list[dict], specs: dict, backend, cfg) -> None:
                                 cfg.search.census.timing_for(cfg.timing), cfg.search.greedy.min_gain)
             cmp, idx = ev.compare([(a,) for a in picks])
         except ChronosError as e:
-            r["side_by_side"] = {"error": " ".join(str(e).split())[:300]}
+            r["side_by_side"] = {"error": one_line(e, 300)}
             continue
         rows_ = {a: time_row(cmp, i, ev.timing, ev.min_gain) for a, i in zip(picks, idx, strict=True)
                  if i is not None}

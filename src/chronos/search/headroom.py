@@ -14,7 +14,7 @@ from pathlib import Path
 
 from chronos.actions import resolve_space
 from chronos.config import RandomTimeConfig
-from chronos.errors import ChronosError
+from chronos.errors import ChronosError, one_line
 from chronos.kernels.profile import by_gpu_time, measured_gpu_ms
 from chronos.kernels.spec import load_module, read_ptx
 from chronos.measure.backend import ReplayBackend
@@ -125,7 +125,7 @@ def search_kernel(cfg, hcfg, backend, replay: bool, space, family, specs_json, s
             greedy = replace(cfg.search.greedy, max_steps=hcfg.max_steps or cfg.search.greedy.max_steps)
             search = run_strategy("greedy_time", ev, greedy, space=space).to_json()
     except ChronosError as e:
-        return {"family": family, "kernel": spec.kernel, "error": " ".join(str(e).split())[:400]}
+        return {"family": family, "kernel": spec.kernel, "error": one_line(e, 400)}
     if recorded is None:
         part.parent.mkdir(parents=True, exist_ok=True)
         part.write_text(json.dumps({**search, "provenance": backend.provenance()}, indent=1) + "\n")

@@ -16,7 +16,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from chronos.errors import ChronosError
+from chronos.errors import ChronosError, one_line
 from chronos.kernels.spec import read_ptx, read_ptx_file
 from chronos.kernels.variant import Launch, Variant
 from chronos.measure.numerics import bit_exact
@@ -97,7 +97,7 @@ def census_kernel(spec, folder: Path, backend, timing, min_gain: float) -> dict:
 
 def census_family(family: str, selected, measure, parts: Path, replay: bool, out_of_budget,
                   provenance, label: str = "knob_census", settled=None, pin=None,
-                  remeasure: bool = False) -> list[dict]:
+                  remeasure: bool = False, stale=None) -> list[dict]:
     """`measure(spec)` (a row) for every selected kernel of a family (gpu: recorded into `parts`; replay:
     measured again from the store, `as_recorded` saying whether it chose the same). On a GPU a kernel whose
     part is recorded is taken as recorded (`from_part`), so that a run adds the kernels a new selection
@@ -106,7 +106,9 @@ def census_family(family: str, selected, measure, parts: Path, replay: bool, out
     None; where it raises ChronosError, the kernel's error row (as where `measure` does).
     `pin(provenance)`: in replay, called with a kernel's part's provenance before it is measured again
     (the GPU it was measured on; `recorded_at`, the store time it was recorded at, where the part has it), so
-    that a later stage's timing of the same contenders, on another GPU or later, cannot change it."""
+    that a later stage's timing of the same contenders, on another GPU or later, cannot change it.
+    `stale(spec, recorded)`: why a recorded part no longer answers the question (measured on another root or
+    with another ptxas than the kernel deploys with), or None: a GPU measures it again; replay says so."""
     rows = []
     for _, spec in selected:
         if settled is not None and (row := _settled(spec, settled)) is not None:
@@ -114,9 +116,17 @@ def census_family(family: str, selected, measure, parts: Path, replay: bool, out
             continue
         part = parts / family / f"{spec.kernel}.json"
         recorded = json.loads(part.read_text()) if part.is_file() else None
+        why_stale = _stale(spec, recorded, stale)
+        if why_stale and not replay:
+            print(f"{label}: {family} {spec.kernel}: its part is stale ({why_stale}): measured again",
+                  flush=True)
+            recorded = None
         if replay and recorded is not None and pin is not None:
             pin(recorded.get("provenance") or {})
-        if recorded is None and (replay or out_of_budget()):
+        if why_stale and replay:
+            row = {"kernel": spec.kernel, "error": f"stale part: {why_stale} (run this stage on a GPU: "
+                                                   "it measures the kernel again)"}
+        elif recorded is None and (replay or out_of_budget()):
             why = "not_measured (run this stage on a GPU)" if replay else "not_measured (budget)"
             row = {"kernel": spec.kernel, "error": why}
         elif recorded is not None and not (replay or remeasure):
@@ -135,11 +145,16 @@ def _settled(spec, settled) -> dict | None:
     try:
         return settled(spec)
     except ChronosError as e:  # e.g. knob_blocks without a manifest (hand-written kernels have none)
-        return {"kernel": spec.kernel, "error": _one_line(e)}
+        return {"kernel": spec.kernel, "error": one_line(e, 400)}
 
 
-def _one_line(e: Exception) -> str:
-    return " ".join(str(e).split())[:400]
+def _stale(spec, recorded: dict | None, stale) -> str | None:
+    if recorded is None or stale is None or "error" in recorded:
+        return None
+    try:
+        return stale(spec, recorded)
+    except ChronosError as e:  # what the part was measured from cannot be rebuilt: measure decides
+        return one_line(e, 400)
 
 
 def _measured(spec, measure, recorded: dict | None, part: Path, provenance) -> dict:
@@ -148,7 +163,7 @@ def _measured(spec, measure, recorded: dict | None, part: Path, provenance) -> d
     try:
         row = measure(spec)
     except ChronosError as e:
-        return {"kernel": spec.kernel, "error": _one_line(e)}
+        return {"kernel": spec.kernel, "error": one_line(e, 400)}
     if recorded is None and "error" not in row:
         part.parent.mkdir(parents=True, exist_ok=True)
         stamp = {**provenance(), "recorded_at": now_stamp()}  # after every comparison of the kernel

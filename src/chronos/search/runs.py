@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from chronos.errors import ChronosError
+from chronos.errors import ChronosError, one_line
 from chronos.kernels.spec import KernelSpec, load_module, load_specs
 from chronos.progress import progress
 from chronos.search import run as run_search
@@ -45,7 +45,7 @@ class KernelRun:
         """One log line (kernel, cycles before → after, the chosen set)."""
         strategy = self.strategy
         if self.result is None:
-            return f"{strategy}: {self.spec.kernel}: FAILED: {' '.join(str(self.error).split())[:300]}"
+            return f"{strategy}: {self.spec.kernel}: FAILED: {one_line(self.error, 300)}"
         r = self.result
         return (f"{strategy}: {self.spec.kernel:44s} {r.baseline.cycles:>9.0f} -> {r.best.cycles:>9.0f} "
                 f"({100 * r.change:+.1f}%) {'+'.join(r.best.actions) or '-'} [{r.evaluated} sets{extra}, "

@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from chronos.errors import ChronosError
+from chronos.errors import ChronosError, one_line
 from chronos.measure.aa import aa_kernel, aa_summary
 from chronos.progress import progress
 from chronos.search.runs import kernels_of
@@ -40,7 +40,7 @@ def _body(args, cfg) -> int:
                 row = {"family": family, **aa_kernel(spec, specs_json, backend, cfg.timing,
                                                     cfg.search.greedy.min_gain, args.copies)}
             except ChronosError as e:
-                row = {"family": family, "kernel": spec.kernel, "error": " ".join(str(e).split())[:400]}
+                row = {"family": family, "kernel": spec.kernel, "error": one_line(e, 400)}
             rows.append(row)
             bad = [c["verdict"] for c in row.get("copies", []) if c["verdict"] != "no_difference"]
             said = row.get("error", "")[:120] or f"{len(bad)} false: {bad}"

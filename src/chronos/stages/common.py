@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from chronos import config as chronos_config
-from chronos.errors import ChronosError
+from chronos.errors import ChronosError, one_line
 from chronos.files import read_json, write_json  # noqa: F401 - the stages' JSON I/O
 
 EXIT_OK, EXIT_PARTIAL, EXIT_ERROR = 0, 1, 2
@@ -34,7 +34,7 @@ def run_stage(name: str, doc: str, add_arguments: Callable[[argparse.ArgumentPar
         cfg = chronos_config.load(args.params)
         return int(body(args, cfg) or EXIT_OK)
     except ChronosError as e:
-        print(f"{name}: error: {' '.join(str(e).split())}", file=sys.stderr)
+        print(f"{name}: error: {one_line(e)}", file=sys.stderr)
         return EXIT_ERROR
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from chronos.errors import ChronosError
+from chronos.errors import ChronosError, one_line
 from chronos.kernels.spec import load_module
 from chronos.measure import probes
 from chronos.optimize.timed import optimize_time, summarize_time
@@ -82,7 +82,7 @@ def _body(args, cfg) -> int:
                 row = res.to_json()
             except ChronosError as e:
                 row = {"kernel": spec.kernel, "verdict": "unmeasured",
-                       "error": " ".join(str(e).split())[:400]}
+                       "error": one_line(e, 400)}
             if peak and row.get("baseline") and row["baseline"].get("time_ms"):
                 row["roofline"] = probes.roofline(spec, row["baseline"]["time_ms"],
                                                   peak["peak_bandwidth_Bps"], peak["peak_flops"])

@@ -10,6 +10,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from chronos.errors import ChronosError
 from chronos.kernels.profile import measured_gpu_ms, time_share
 from chronos.kernels.spec import read_ptx
 from chronos.measure.backend import ReplayBackend
@@ -21,6 +22,8 @@ from chronos.search.knob_ptx import joint_kernel, joint_summary, knob_winner
 from chronos.search.knob_walk import walk_kernel, walk_summary
 from chronos.stages.common import command_line, run_stage, write_json
 from chronos.stages.measuring import add_backend_arguments, open_backend
+from chronos.toolchain import ptxas_version
+from chronos.tuning.ptxas import deploy_ptxas, recorded_ptxas
 
 SUMMARIES = {"knob_census": knob_summary, "knob_ptx": joint_summary, "knob_blocks": blocks_summary,
              "knob_anchors": anchors_summary, "knob_walk": walk_summary}
@@ -86,6 +89,55 @@ def settler(args, folder: Path, family: str):
     return settled
 
 
+def staleness(args, folder: Path, family: str):
+    """Why a recorded part of this section no longer answers its question, or None (census_family's
+    `stale`): it was measured with another ptxas than the one the capture's Triton assembles the kernel with
+    (the cubins timed are not the ones that run), or on another root than the earlier step's winner now."""
+    want = recorded_ptxas(folder)
+
+    def stale(spec, recorded: dict) -> str | None:
+        got = (recorded.get("provenance") or {}).get("ptxas")
+        if want and got and got != want["version"]:
+            return f"measured with ptxas {got}; its capture's Triton assembles it with {want['version']}"
+        if args.section == "knob_ptx" and "root" in recorded:
+            root = knob_winner(args.knob_parts, family, spec.kernel)
+            if recorded["root"] != root:
+                return (f"measured on {recorded['root'] or 'stock'}; the census's winner is now "
+                        f"{root or 'stock'}")
+        if args.section == "knob_blocks" and "blocks" in recorded:
+            prior = prior_winner(spec, folder, args.joint_parts, family)
+            label = prior and "+".join(prior.actions)
+            if label and label not in {r.get("action") for r in recorded["blocks"]}:
+                return f"measured without knob_ptx's winner {label}"
+        return None
+
+    return stale
+
+
+def deploying_ptxas(folder: Path, default: str) -> tuple[str, str | None]:
+    """(gpu) The ptxas to time the family's kernels with: the one its capture recorded Triton using (or one
+    here of that version: chronos.tuning.ptxas.deploy_ptxas), `default` where it recorded none; and why it
+    cannot be matched here, or None."""
+    want = recorded_ptxas(folder)
+    if want is None:
+        return default, None
+    try:
+        found = deploy_ptxas(folder)
+        got = ptxas_version(found)
+    except ChronosError as e:
+        found, got = "", str(e)
+    if got == want["version"]:
+        return found, None
+    return default, (f"{folder}: its kernels deploy with ptxas {want['version']} ({want['path']}), not "
+                     f"found here ({found or 'none'}: {got}); set TRITON_PTXAS_PATH to it")
+
+
+def refusing(why: str):
+    def measure(spec) -> dict:
+        raise ChronosError(why)
+    return measure
+
+
 def run(args, cfg) -> int:
     kcfg = cfg.search.knob_census
     parts = args.parts or Path("data", args.section)
@@ -110,12 +162,18 @@ def run(args, cfg) -> int:
         replay = isinstance(backend, ReplayBackend)
         rows = []
         min_gain = cfg.search.greedy.min_gain
+        default_ptxas, ptxas_of = getattr(backend, "ptxas", None), {}
         for family, item in measuring_order(args.kernels, kcfg, weights):
             folder = args.kernels / family
             measure = measurer(args, folder, family, backend, timing, min_gain, compilers)
+            if not replay and default_ptxas:
+                path, why = ptxas_of.setdefault(folder, deploying_ptxas(folder, default_ptxas))
+                backend.use_ptxas(path)
+                measure = refusing(why) if why else measure
             rows += census_family(family, [item], measure, parts, replay,
                                   lambda: time.perf_counter() - t0 > budget, backend.provenance,
-                                  args.section, settler(args, folder, family), pin, remeasure=args.remeasure)
+                                  args.section, settler(args, folder, family), pin, remeasure=args.remeasure,
+                                  stale=staleness(args, folder, family))
         prov = {**backend.provenance(), "command": command_line(args.section, args.argv[2:]),
                 **({"gpus": sorted(gpus)} if replay else {})}
     finally:

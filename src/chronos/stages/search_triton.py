@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from chronos.errors import ChronosError
+from chronos.errors import ChronosError, one_line
 from chronos.kernels.spec import load_module
 from chronos.measure.verdicts import geomean
 from chronos.progress import progress
@@ -62,7 +62,7 @@ def _body(args, cfg) -> int:
                 ev = TimedEvaluator(spec, load_module(specs_json, spec), backend, timing, gcfg.min_gain)
                 row = run_strategy("greedy_time", ev, gcfg).to_json()
             except ChronosError as e:
-                tiers[family].append({"kernel": spec.kernel, "error": " ".join(str(e).split())[:400]})
+                tiers[family].append({"kernel": spec.kernel, "error": one_line(e, 400)})
                 print(f"search_triton: {spec.kernel}: FAILED: {tiers[family][-1]['error'][:200]}", flush=True)
                 continue
             tiers[family].append(row)

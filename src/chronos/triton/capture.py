@@ -28,6 +28,7 @@ import threading
 import traceback
 from pathlib import Path
 
+from chronos.errors import one_line
 from chronos.triton import capture_launch as launch_opts
 from chronos.triton.capture_source import save_source, triton_ptxas
 from chronos.triton.capture_tensors import changed, is_tensor, span_view, tensor_desc, value_stats
@@ -166,7 +167,7 @@ class Recorder:
         """Recording `kernel` failed: the launch is a drop with the exception as its reason (the traceback
         goes to errors-<pid>.log), and the workload goes on."""
         exc = sys.exc_info()[1]
-        reason = f"recording failed: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+        reason = f"recording failed: {type(exc).__name__}: {one_line(exc, 300)}"
         self.drop(kernel, reason, sig)
         with open(self.out / f"errors-{os.getpid()}.log", "a") as f:
             f.write(f"== {where}\n{traceback.format_exc()}\n")

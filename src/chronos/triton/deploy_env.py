@@ -15,6 +15,7 @@ import json
 import os
 from pathlib import Path
 
+from chronos.errors import one_line
 from chronos.triton.patch_on_import import PatchOnImport
 
 ENV_STATS = "CHRONOS_RUN_STATS"
@@ -42,7 +43,7 @@ def _failed(_module: str) -> None:
     import sys
 
     exc = sys.exc_info()[1]
-    _STATE["error"] = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+    _STATE["error"] = f"{type(exc).__name__}: {one_line(exc)}"
 
 
 def _write_stats() -> None:

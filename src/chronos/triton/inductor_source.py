@@ -16,13 +16,14 @@ import importlib.util
 import tempfile
 from pathlib import Path
 
+from chronos.errors import one_line
 from chronos.triton.blocks import block_moves
 from chronos.triton.template_blocks import edited, grid_axis0, row_blocks, template_moves
 from chronos.triton.tuned_db import ptx_identity_sha256
 
 
 def error_text(e: Exception) -> str:
-    return f"{type(e).__name__}: {' '.join(str(e).split())[:300]}"
+    return f"{type(e).__name__}: {one_line(e, 300)}"
 
 
 def load_tuner(path: Path, name: str):

@@ -20,6 +20,7 @@ from pathlib import Path
 from chronos.errors import ChronosError
 from chronos.measure.numerics import bit_exact
 from chronos.measure.verdicts import FASTER
+from chronos.tuning.ptxas import recorded_ptxas
 
 KNOB = re.compile(r"^(num_warps|num_stages|maxnreg)=(\d+)$")
 CONSTEXPR = re.compile(r"^([A-Z][A-Z0-9_]*)=(\d+)$")
@@ -183,7 +184,7 @@ def write_configs(folder: Path, parts: list[Path], db_path: Path) -> dict:
            "spec_objs": {s.kernel: s for s in load_specs(folder / "specs.json")},
            "identity": _json(folder / "triton.json"), "knobs": knobs.get("kernels", {}),
            "versions": knobs.get("provenance", {}),
-           "blocks": _json(folder / "blocks.json").get("kernels", {})}
+           "blocks": _json(folder / "blocks.json").get("kernels", {}), "ptxas": recorded_ptxas(folder)}
     out: dict = {"kernels": 0, "entries": 0, "ptx_entries": 0, "left_out": {}}
     with TunedDB(db_path) as db:
         for path in parts:
@@ -203,6 +204,10 @@ def _put_winner(db, ctx: dict, row: dict, part: str, out: dict) -> str:
     winner, why = confirmed_winner(row)
     if winner is None:
         return why
+    want, got = ctx["ptxas"], row.get("provenance", {}).get("ptxas")
+    if want and got and got != want["version"]:  # keyed by it, the entry would never be looked up
+        return (f"measured with ptxas {got}; its capture's Triton assembles it with {want['version']} "
+                "(a stale part: the knob stages measure it again)")
     spec, ident = ctx["specs"].get(row["kernel"]), ctx["identity"].get(row["kernel"], {})
     if spec is None:
         return "not in the capture's specs"

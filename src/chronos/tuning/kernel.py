@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from chronos.errors import ChronosError
+from chronos.errors import ChronosError, one_line
 from chronos.ptx.atomics import float_atomics
 
 
@@ -26,7 +26,7 @@ def tune_one(spec, specs_json: Path, backend, policy, cfg, fixed=(), confirm=Tru
     try:
         res = optimize_kernel(spec, load_module(specs_json, spec), backend, policy, cfg, extra=fixed)
     except ChronosError as e:
-        return {"kernel": spec.kernel, "verdict": "unmeasured", "error": " ".join(str(e).split())[:400]}, ""
+        return {"kernel": spec.kernel, "verdict": "unmeasured", "error": one_line(e, 400)}, ""
     row = {**res.to_json(), "provenance": backend.provenance(), "verified_draws": cfg.measure.input_draws,
            "captured_inputs": captured_present(spec)}
     if cfg.measure.tolerance != "strict":  # what the DB entry says its outputs were verified against
@@ -53,7 +53,7 @@ def confirm_one(spec, specs_json: Path, backend, tuned_ptx: str, actions, cfg) -
     try:
         cmp = backend.compare(spec, variants, cfg.timing)
     except ChronosError as e:
-        return {"verdict": "unmeasured", "error": " ".join(str(e).split())[:400]}
+        return {"verdict": "unmeasured", "error": one_line(e, 400)}
     row = time_row(cmp, 1, cfg.timing, cfg.search.greedy.min_gain)
     aa = cmp.estimate(2, cfg.timing)
     return {"ratio": row.get("ratio"), "ci": row.get("ci"), "verdict": row["verdict"], "primary": cmp.primary,

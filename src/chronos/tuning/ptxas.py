@@ -40,6 +40,18 @@ def deploy_ptxas(dir_: Path) -> str:
                        "workload's Triton used, or pass --ptxas PATH")
 
 
+def recorded_ptxas(dir_: Path) -> dict | None:
+    """The ptxas ({path, version}) DIR's capture recorded Triton assembling its kernels with, where it
+    recorded one (older captures did not): a measurement of these kernels is what deploys only if its
+    cubins came from this version."""
+    found = sorted({(i["ptxas"]["path"], i["ptxas"]["version"])
+                    for i in (triton_identity(dir_) or {}).values() if i.get("ptxas")})
+    versions = sorted({v for _, v in found})
+    if len(versions) > 1:
+        raise ChronosError(f"{dir_}: its capture recorded several ptxas versions ({', '.join(versions)})")
+    return {"path": found[0][0], "version": versions[0]} if found else None
+
+
 def ptx_isa(ptx: str) -> int | None:
     m = re.search(r"^\s*\.version\s+(\d+)\.(\d+)", ptx, re.MULTILINE)
     return 10 * int(m.group(1)) + int(m.group(2)) if m else None
