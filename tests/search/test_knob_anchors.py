@@ -136,7 +136,11 @@ def test_the_committed_block_step_replays_as_recorded_and_counts_stock_kept_kern
     for family, s in got["summary"].items():
         rows = [r for r in got["kernels"] if r["family"] == family]
         speedups = [r["speedup"] for r in rows if "best" in r] + [1.0] * s["stock_kept"]
-        assert s["measured"] > 0 and s["time_geomean"] == geomean(speedups)
-        rest = {r["kernel"] for r in rows if "best" not in r and r["error"] != NOTHING_TO_TRY}
-        assert s["kernels"] == s["measured"] + s["stock_kept"] + len(rest)
+        # a stale part (timed with another ptxas than the kernel deploys with, e.g. attorch_lm's as
+        # committed 2026-12-06f) is named, not replayed: a GPU measures it again
+        stale = {r["kernel"] for r in rows if r.get("error", "").startswith("stale part: ")}
+        assert s["measured"] > 0 or len(stale) == len(rows)
+        assert s["time_geomean"] == (geomean(speedups) if speedups else None)
+        rest = {r["kernel"] for r in rows if "best" not in r and r["error"] != NOTHING_TO_TRY} - stale
+        assert s["kernels"] == s["measured"] + s["stock_kept"] + len(rest) + len(stale)
         assert rest <= racy(family)  # only kernels no variant can be verified on were left unmeasured
