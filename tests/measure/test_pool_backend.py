@@ -203,10 +203,9 @@ def test_make_backend_hands_replay_the_atlas_lookup_it_is_given(tmp_path):
 def test_a_backend_pointed_at_another_ptxas_assembles_and_records_with_it(tmp_path, ptxas):
     """Stage knob_* times a captured workload with the ptxas its Triton deploys with (use_ptxas): what it
     stores and reports names that ptxas, so that its winners are keyed as the hook will look them up."""
-    other = tmp_path / "ptxas"  # the real one, saying it is another version, and counting its runs
-    other.write_text('#!/bin/sh\nif [ "$1" = --version ]; then echo "V12.8.93"; exit; fi\n'
-                     f'echo run >> {tmp_path}/runs\nexec {ptxas} "$@"\n')
-    other.chmod(0o755)
+    from tests.measure.test_sidebyside import claiming_version
+
+    other = claiming_version(tmp_path, ptxas, "12.8.93")
     spec, vs = _variants()
     with GpuBackend(tmp_path / "m.sqlite", MeasureConfig(watchdog_s=10), ptxas=str(ptxas),
                     worker_argv=fake()) as be:
@@ -214,4 +213,4 @@ def test_a_backend_pointed_at_another_ptxas_assembles_and_records_with_it(tmp_pa
         be.use_ptxas(str(other))
         recs = be.measure(spec, vs[:1])
         assert be.provenance()["ptxas"] == "12.8.93" != mine and recs[0].ptxas == "12.8.93" and recs[0].valid
-    assert (tmp_path / "runs").read_text().count("run") >= 1
+    assert (tmp_path / "ptxas-runs").read_text().count("run") >= 1  # it assembled the variant

@@ -32,6 +32,16 @@ def _contenders(name: str = "gemm_tile(2,2,2)"):
                   Variant(spec, broken, ("vec_ld",))]
 
 
+def claiming_version(tmp_path, ptxas, version: str) -> Path:
+    """A ptxas that is `ptxas` but says it is `version` (two ptxas versions on one machine); it notes each
+    assembly in tmp_path/ptxas-runs."""
+    other = tmp_path / "ptxas"
+    other.write_text(f'#!/bin/sh\nif [ "$1" = --version ]; then echo "V{version}"; exit; fi\n'
+                     f'echo run >> {tmp_path}/ptxas-runs\nexec {ptxas} "$@"\n')
+    other.chmod(0o755)
+    return other
+
+
 def _gpu(tmp_path, mode="ok", **kw):
     return GpuBackend(tmp_path / "m.sqlite", MeasureConfig(watchdog_s=10, **kw), ptxas=kw.pop("ptxas", None),
                       worker_argv=(sys.executable, FAKE, mode))
@@ -62,6 +72,22 @@ def test_a_comparison_is_stored_once_and_replayed_exactly(tmp_path, ptxas):
             rb.compare(spec, vs, dataclasses.replace(TIMING, rounds=7))
 
 
+def test_a_stored_comparison_assembled_by_another_ptxas_is_timed_again(tmp_path, ptxas):
+    """The knob stages switch ptxas per workload (GpuBackend.use_ptxas): a comparison stored under another
+    ptxas timed other cubins, so it is not the answer."""
+    other = claiming_version(tmp_path, ptxas, "12.8.93")
+    spec, vs = _contenders()
+    with GpuBackend(tmp_path / "m.sqlite", MeasureConfig(watchdog_s=10), ptxas=str(ptxas),
+                    worker_argv=(sys.executable, FAKE, "ok")) as be:
+        first = be.compare(spec, vs, TIMING)
+        be.use_ptxas(str(other))
+        second = be.compare(spec, vs, TIMING)
+        assert be.compare(spec, vs, TIMING).to_json() == second.to_json()  # now answered from the store
+    assert first.provenance["ptxas"] != "12.8.93" and second.provenance["ptxas"] == "12.8.93"
+    db = Store(tmp_path / "m.sqlite", readonly=True)
+    assert db.db.execute("SELECT count(*) FROM comparisons").fetchone()[0] == 2
+
+
 def test_the_first_contender_must_be_the_baseline(tmp_path):
     spec, vs = _contenders()
     store = tmp_path / "m.sqlite"
@@ -89,6 +115,7 @@ def test_retry_invalid_measures_again_a_comparison_whose_baseline_was_invalid(tm
     """A stored comparison that measured nothing (its baseline invalid, e.g. a worker error) is answered as
     stored, unless the backend has retry_invalid: then it is measured again and replay answers the new one."""
     from chronos.measure.comparison import contenders_key
+    from chronos.toolchain import ptxas_version
 
     spec, vs = _contenders()
     vs = vs[:3]
@@ -98,7 +125,7 @@ def test_retry_invalid_measures_again_a_comparison_whose_baseline_was_invalid(tm
                             "reason": "worker_error", "log": "stand-in"} for v in vs]}
     db = Store(tmp_path / "m.sqlite")
     db.insert_comparison(spec.kernel, contenders_key([v.ptx_sha256 for v in vs]), th,
-                         {"gpu": "FakeGPU", "driver": "0.0 (CUDA 0.0)", "ptxas": "x"}, dead)
+                         {"gpu": "FakeGPU", "driver": "0.0 (CUDA 0.0)", "ptxas": ptxas_version(ptxas)}, dead)
     db.close()
     for retry, valid in ((False, False), (True, True)):
         with GpuBackend(tmp_path / "m.sqlite", MeasureConfig(watchdog_s=10), ptxas=str(ptxas),

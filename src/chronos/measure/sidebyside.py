@@ -87,7 +87,9 @@ def gpu_compare(backend: GpuSide, spec: KernelSpec, variants: list[Variant],
         cmp = Comparison.from_json({**hit[0], "provenance": hit[1]})
         # retry_invalid: a comparison whose baseline was invalid measured nothing; measure it again (the
         # newest record is the one replay answers with)
-        if (cmp.baseline.valid or not backend.retry_invalid) and not backend.remeasure:
+        # a comparison assembled by another ptxas timed other cubins (knob stages switch ptxas per workload)
+        same_ptxas = hit[1].get("ptxas") in (None, prov["ptxas"])
+        if (cmp.baseline.valid or not backend.retry_invalid) and not backend.remeasure and same_ptxas:
             return cmp
     futs = {}
     for v in variants:  # copies of one PTX (the A/A test) compile once
