@@ -41,6 +41,8 @@ sys.path.insert(0, str(HERE))
 import e2e_graphs
 from e2e import _digest, _load_workloads, build_phases, steps_per_phase, summarize
 
+from chronos.errors import one_line
+
 SETS = ("stock", "stock_copy", "tuned")
 ANCHORS = {"max_autotune": {"max_autotune": True},
            "coordesc": {"max_autotune": True, "coordinate_descent_tuning": True}}
@@ -246,6 +248,17 @@ def graphed(phases: dict, sets: dict, anchors: dict, digests: dict) -> tuple[dic
     return replaced, {"eager_phases": eager, "replays_exact": exact}
 
 
+def deployed(hook: dict, configs: dict) -> str:
+    """One line on what of the DB the tuned set runs: a run where nothing deployed times stock against
+    stock, whatever its ratio, and says why per kernel (the hook's miss reasons)."""
+    swapped, entries = hook.get("swapped", 0), hook.get("entries", 0)
+    line = f"deployed: {swapped} PTX sets swapped ({entries} in the DB), {len(configs)} configs applied"
+    if swapped or configs:
+        return line
+    why = {name: one_line(r, 200) for name, r in (hook.get("reasons") or {}).items()}
+    return f"{line}; NOTHING deployed: the tuned set ran stock's kernels; why: {json.dumps(why)}"
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("workload")
@@ -291,6 +304,7 @@ def main() -> int:
                                           "command": " ".join(sys.argv)}}
     args.out.write_text(json.dumps(out, indent=1) + "\n")
     print(json.dumps({k: out[k] for k in ("kernels", "outputs", "speedup", "aa")}))
+    print(deployed(hook, out["configs_applied"]))
     if late := {n: c for n, c in out["jit_compiled_after_build"].items() if c}:
         print(f"JIT kernels compiled after their set was built (the tuned set's without its PTX): {late}")
     for a, v in out["anchors"].items():

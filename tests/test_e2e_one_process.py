@@ -17,6 +17,18 @@ from chronos.triton.kernel_sets import KernelSet
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def test_a_run_that_deployed_nothing_says_so_and_why():
+    mod = _script()
+    why = {"glu_forward_kernel": "stale key: ptxas is\n'12.8.93' here"}
+    stale = {"swapped": 0, "entries": 7, "reasons": why}
+    line = mod.deployed(stale, {})
+    assert line.startswith("deployed: 0 PTX sets swapped (7 in the DB), 0 configs applied; NOTHING deployed")
+    assert "stale key: ptxas is '12.8.93' here" in line
+    some = mod.deployed({**stale, "swapped": 4}, {})
+    assert some == "deployed: 4 PTX sets swapped (7 in the DB), 0 configs applied"
+    assert "NOTHING" not in mod.deployed(stale, {"triton_tem_fused_flex_attention_0": "num_warps=4"})
+
+
 def _script():
     sys.path.insert(0, str(ROOT / "scripts"))
     spec = importlib.util.spec_from_file_location("e2e_one_process", ROOT / "scripts" / "e2e_one_process.py")
