@@ -4,6 +4,7 @@ itself): arguments, the backend, the per-kernel loop over the captured families 
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 import time
@@ -23,7 +24,7 @@ from chronos.search.knob_walk import walk_kernel, walk_summary
 from chronos.stages.common import command_line, run_stage, write_json
 from chronos.stages.measuring import add_backend_arguments, open_backend
 from chronos.toolchain import ptxas_version
-from chronos.tuning.ptxas import deploy_ptxas, recorded_ptxas
+from chronos.tuning.ptxas import deploy_ptxas, ptxas_mismatch, recorded_ptxas
 
 SUMMARIES = {"knob_census": knob_summary, "knob_ptx": joint_summary, "knob_blocks": blocks_summary,
              "knob_anchors": anchors_summary, "knob_walk": walk_summary}
@@ -96,9 +97,8 @@ def staleness(args, folder: Path, family: str):
     want = recorded_ptxas(folder)
 
     def stale(spec, recorded: dict) -> str | None:
-        got = (recorded.get("provenance") or {}).get("ptxas")
-        if want and got and got != want["version"]:
-            return f"measured with ptxas {got}; its capture's Triton assembles it with {want['version']}"
+        if why := ptxas_mismatch(want, recorded.get("provenance")):
+            return why
         if args.section == "knob_ptx" and "root" in recorded:
             root = knob_winner(args.knob_parts, family, spec.kernel)
             if recorded["root"] != root:
@@ -162,18 +162,21 @@ def run(args, cfg) -> int:
         replay = isinstance(backend, ReplayBackend)
         rows = []
         min_gain = cfg.search.greedy.min_gain
-        default_ptxas, ptxas_of = getattr(backend, "ptxas", None), {}
+        default_ptxas = getattr(backend, "ptxas", None)
+        # once per family, not per kernel: both read the capture's files (deploy_ptxas every stock PTX)
+        family_ptxas = functools.cache(lambda folder: deploying_ptxas(folder, default_ptxas))
+        family_stale = functools.cache(lambda family: staleness(args, args.kernels / family, family))
         for family, item in measuring_order(args.kernels, kcfg, weights):
             folder = args.kernels / family
             measure = measurer(args, folder, family, backend, timing, min_gain, compilers)
             if not replay and default_ptxas:
-                path, why = ptxas_of.setdefault(folder, deploying_ptxas(folder, default_ptxas))
+                path, why = family_ptxas(folder)
                 backend.use_ptxas(path)
                 measure = refusing(why) if why else measure
             rows += census_family(family, [item], measure, parts, replay,
                                   lambda: time.perf_counter() - t0 > budget, backend.provenance,
                                   args.section, settler(args, folder, family), pin, remeasure=args.remeasure,
-                                  stale=staleness(args, folder, family))
+                                  stale=family_stale(family))
         prov = {**backend.provenance(), "command": command_line(args.section, args.argv[2:]),
                 **({"gpus": sorted(gpus)} if replay else {})}
     finally:

@@ -20,7 +20,7 @@ from pathlib import Path
 from chronos.errors import ChronosError
 from chronos.measure.numerics import bit_exact
 from chronos.measure.verdicts import FASTER
-from chronos.tuning.ptxas import recorded_ptxas
+from chronos.tuning.ptxas import ptxas_mismatch, recorded_ptxas
 
 KNOB = re.compile(r"^(num_warps|num_stages|maxnreg)=(\d+)$")
 CONSTEXPR = re.compile(r"^([A-Z][A-Z0-9_]*)=(\d+)$")
@@ -204,10 +204,8 @@ def _put_winner(db, ctx: dict, row: dict, part: str, out: dict) -> str:
     winner, why = confirmed_winner(row)
     if winner is None:
         return why
-    want, got = ctx["ptxas"], row.get("provenance", {}).get("ptxas")
-    if want and got and got != want["version"]:  # keyed by it, the entry would never be looked up
-        return (f"measured with ptxas {got}; its capture's Triton assembles it with {want['version']} "
-                "(a stale part: the knob stages measure it again)")
+    if why := ptxas_mismatch(ctx["ptxas"], row.get("provenance")):  # keyed by it, never looked up
+        return f"{why} (a stale part: the knob stages measure it again)"
     spec, ident = ctx["specs"].get(row["kernel"]), ctx["identity"].get(row["kernel"], {})
     if spec is None:
         return "not in the capture's specs"

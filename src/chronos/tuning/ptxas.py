@@ -52,6 +52,15 @@ def recorded_ptxas(dir_: Path) -> dict | None:
     return {"path": found[0][0], "version": versions[0]} if found else None
 
 
+def ptxas_mismatch(deployed: dict | None, provenance: dict | None) -> str | None:
+    """Why a measurement (its provenance) does not stand for a kernel that deploys with `deployed`
+    (recorded_ptxas: another ptxas made the cubins it timed), or None."""
+    got = (provenance or {}).get("ptxas")
+    if deployed and got and got != deployed["version"]:
+        return f"measured with ptxas {got}; its capture's Triton assembles it with {deployed['version']}"
+    return None
+
+
 def ptx_isa(ptx: str) -> int | None:
     m = re.search(r"^\s*\.version\s+(\d+)\.(\d+)", ptx, re.MULTILINE)
     return 10 * int(m.group(1)) + int(m.group(2)) if m else None
