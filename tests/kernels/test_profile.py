@@ -44,8 +44,28 @@ def test_on_llama_the_24_heaviest_carry_most_of_the_time_and_the_stages_24_do_no
     assert time_share(weight, heavy) > 0.8 and time_share(weight, used) < 0.3
 
 
+def test_both_keeps_every_kernel_the_profile_chose_and_adds_the_heaviest_it_left_out():
+    weight = measured_gpu_ms(KERNELS / "captured" / "bert")
+    used = [s.kernel for _, s in selected(KERNELS, "captured/bert", 24, once_per="ptx")]
+    both = [s.kernel for _, s in selected(KERNELS, "captured/bert", 24, "profile+measured_time", "ptx")]
+    heavy = [s.kernel for _, s in selected(KERNELS, "captured/bert", 24, "measured_time")]
+    assert both[:len(used)] == used  # nothing measured under `profile` drops out, in its order
+    added = both[len(used):]
+    assert added and len(set(both)) == len(both) and set(added) == set(heavy) - set(used)
+    assert [weight[k] for k in added] == sorted((weight[k] for k in added), reverse=True)
+    assert time_share(weight, used) < 0.3 and time_share(weight, both) > 0.9
+
+
+def test_both_adds_no_kernel_the_tune_did_not_time():
+    weight = measured_gpu_ms(KERNELS / "captured" / "flex_decode_long")
+    used = {s.kernel for _, s in selected(KERNELS, "captured/flex_decode_long", 24, once_per="ptx")}
+    both = [s.kernel for _, s in selected(KERNELS, "captured/flex_decode_long", 24, "profile+measured_time",
+                                          "ptx")]
+    assert all(weight.get(k) for k in both if k not in used)
+
+
 def test_an_unknown_selection_is_refused_by_name(tmp_path):
     p = tmp_path / "params.yaml"
     p.write_text("search:\n  knob_census:\n    select: fastest\n")
-    with pytest.raises(ConfigError, match="search.knob_census.select: must be profile or measured_time"):
+    with pytest.raises(ConfigError, match="search.knob_census.select: must be profile or measured_time or profile\\+measured_time"):
         config.load(p)

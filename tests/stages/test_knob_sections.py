@@ -44,6 +44,11 @@ def test_selected_by_measured_time_the_budget_goes_to_the_largest_shares_of_ever
     by_profile = SimpleNamespace(families=families, per_family=4, select="profile", once_per="entry")
     in_order = measuring_order(kernels, by_profile, weights)
     assert [f for f, _ in in_order] == ["captured/llama"] * 4 + ["captured/flex"] * 4
+    both = SimpleNamespace(families=families, per_family=4, select="profile+measured_time", once_per="entry")
+    merged = measuring_order(kernels, both, weights)
+    assert {item[1].kernel for _, item in in_order} < {item[1].kernel for _, item in merged}
+    shares = [weights[f].get(item[1].kernel, 0.0) / sum(weights[f].values()) for f, item in merged]
+    assert shares == sorted(shares, reverse=True)  # the heaviest added kernels are measured first
 
 
 def test_a_part_records_when_it_was_recorded_and_replay_answers_as_the_store_stood_then(tmp_path):

@@ -123,10 +123,11 @@ class TritonSearchConfig:
     families: tuple[str, ...] = ("triton", "triton_llm")
 
 
-SELECT = ("profile", "measured_time")
+SELECT = ("profile", "measured_time", "profile+measured_time")
 """How a stage picks a family's kernels: `profile`, the capture's profile (one launch signature per entry,
-the most profiled GPU time first; captures before #28 have no per-kernel times, so capture order), or
-`measured_time`, each distinct kernel by its launches times its stock time as chronos tune measured it."""
+the most profiled GPU time first; captures before #28 have no per-kernel times, so capture order),
+`measured_time`, each distinct kernel by its launches times its stock time as chronos tune measured it, or
+both: the profile's, then the heaviest by measured time it left out."""
 ONCE_PER = ("entry", "ptx")
 """With `profile`, one kernel per entry name or per distinct stock PTX (chronos.search.headroom.selected)."""
 
@@ -140,10 +141,11 @@ class KnobCensusConfig:
     """Captured workloads only (registered or pending: config.workloads.PENDING, item 7's two): their
     kernels' TTIR is what the knob variants are compiled from."""
     per_family: int = 24
-    select: str = "profile"
+    select: str = "profile+measured_time"
     """Which kernels (SELECT, chronos.search.headroom.selected): `profile` (the captures' profiles hold no
-    per-kernel times: capture order, one kernel per entry name) or `measured_time` (launches x tune's stock
-    time)."""
+    per-kernel times: capture order, one kernel per entry name), `measured_time` (launches x tune's stock
+    time) or `profile+measured_time` (the first, then the `per_family` heaviest it left out: the kernels
+    that carry the step's time join the ones measured before)."""
     once_per: str = "ptx"
     """With `profile`: one kernel per entry name (`entry`), or that and then each name's other stock PTX
     (`ptx`: a name compiled for several shapes, e.g. one decode template per batch size, counts each, after

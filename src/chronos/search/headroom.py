@@ -32,11 +32,30 @@ def selected(kernels: Path, family: str, per_family: int, select: str = "profile
     family's sizes together). With `profile`, one launch per entry name (`once_per="entry"`); with
     `"ptx"`, after every entry's first, its other stock PTX (one name compiled for several shapes is several
     kernels, as flex_decode_long's decode template at four batch sizes): the entry selection is a prefix of
-    it, so a cap it fills keeps the same kernels and no kernel measured under `entry` drops out."""
+    it, so a cap it fills keeps the same kernels and no kernel measured under `entry` drops out. With
+    `profile+measured_time`, that selection and then the `per_family` heaviest kernels the tune timed that it
+    left out: the kernels that carry the step join, none measured before drops out."""
     found = [(sj, spec) for _, sj, spec in kernels_of(kernels, [family])]
     if select == "measured_time":
+        return heaviest(found, measured_gpu_ms(kernels / family), per_family)
+    chosen = by_profile(kernels, family, found, per_family, once_per)
+    if select == "profile+measured_time":  # the profile's kernels stay; the heaviest the tune timed join them
+        have = {s.kernel for _, s in chosen}
         weight = measured_gpu_ms(kernels / family)
-        return sorted(found, key=lambda f: -weight.get(f[1].kernel, 0.0))[:per_family]
+        chosen += [f for f in heaviest(found, weight, per_family) if f[1].kernel not in have
+                   and weight.get(f[1].kernel)]
+    return chosen
+
+
+def heaviest(found: list, weight: dict[str, float], count: int) -> list:
+    """The `count` items of `found` whose kernels took the most measured GPU time (`weight`), heaviest first."""
+    return sorted(found, key=lambda f: -weight.get(f[1].kernel, 0.0))[:count]
+
+
+def by_profile(kernels: Path, family: str, found: list, per_family: int, once_per: str) -> list:
+    """`select: profile`: one kernel per entry name (with `once_per="ptx"` then each name's other stock PTX),
+    the profile's heaviest first where it has per-kernel times, else capture order (spread evenly without a
+    profile)."""
     profile = kernels / family / "profile.json"
     if profile.is_file():
         order = by_gpu_time([s for _, s in found], json.loads(profile.read_text()))

@@ -207,11 +207,11 @@ def pin_part(backend, prov: dict) -> None:
 
 
 def measuring_order(kernels: Path, kcfg, weights: dict[str, dict[str, float]]) -> list[tuple[str, tuple]]:
-    """(family, selected kernel) in the order they are measured. Selected by measured time, the budget is
-    spent by share (`weights`: per family chronos.kernels.profile.measured_gpu_ms): every family's kernels
-    together, the largest share of its workload's timed Triton GPU time first, so a budget that runs out
-    leaves the smallest shares unmeasured in every workload alike; otherwise family by family in selection
-    order."""
+    """(family, selected kernel) in the order they are measured. Selected by measured time (alone or after
+    the profile's), the budget is spent by share (`weights`: per family chronos.kernels.profile.
+    measured_gpu_ms): every family's kernels together, the largest share of its workload's timed Triton GPU
+    time first, so a budget that runs out leaves the smallest shares unmeasured in every workload alike;
+    otherwise family by family in selection order."""
     plan = []
     for f_index, family in enumerate(kcfg.families):
         weight = weights.get(family, {})
@@ -219,7 +219,7 @@ def measuring_order(kernels: Path, kcfg, weights: dict[str, dict[str, float]]) -
         for k_index, item in enumerate(selected(kernels, family, kcfg.per_family, kcfg.select,
                                                           kcfg.once_per)):
             plan.append((weight.get(item[1].kernel, 0.0) / total, f_index, k_index, family, item))
-    if kcfg.select == "measured_time":
+    if kcfg.select != "profile":
         plan.sort(key=lambda p: (-p[0], p[1], p[2]))
     return [(family, item) for *_, family, item in plan]
 
