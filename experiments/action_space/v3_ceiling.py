@@ -16,7 +16,15 @@ Per kernel of the knob stages' selection, from the committed reports (replayed f
 Ratios are stock / variant from the variant's comparison beside stock; 1 where nothing was faster. Per
 workload the geomean of each over its kernels.
 
-    python experiments/action_space/v3_ceiling.py [--reports reports] [--kernels]
+With --steps, what those per-kernel numbers can give a workload's step at most (#28's end-to-end targets):
+each kernel weighs its GPU time in the captured steps (chronos.kernels.profile.measured_gpu_ms: launches x
+the tune's stock time); `triton_reached` / `triton_best` apply every measured kernel's reached / best
+measured speedup to its weight (the others at 1.0), `triton_bound` also gives every timed kernel no stage
+measured the workload's largest best-measured speedup (an optimistic guess for what is unmeasured); the
+`step_*` columns put each into the profile's Triton share of the step's GPU time (Amdahl, every phase
+together): an upper bound of the step, since the step's wall time is at least its GPU time.
+
+    python experiments/action_space/v3_ceiling.py [--reports reports] [--kernels] [--steps]
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -75,10 +84,59 @@ def summarize(ceilings: dict) -> dict[str, dict]:
                                          for k in rows[0]}} for f, rows in by_family.items()}
 
 
+def triton_share(folder: Path) -> float | None:
+    """The Triton kernels' share of the captured step's GPU time, every phase of profile.json together."""
+    profile = folder / "profile.json"
+    if not profile.is_file():
+        return None
+    phases = json.loads(profile.read_text())["phases"].values()
+    total = sum(p["total_us"] for p in phases)
+    return sum(p["triton_us"] for p in phases) / total if total else None
+
+
+def amdahl(weight: dict[str, float], speedup: dict[str, float], default: float = 1.0) -> float:
+    """The summed time over itself with each kernel's speedup applied (`default` for the others)."""
+    total = sum(weight.values())
+    return total / sum(w / speedup.get(k, default) for k, w in weight.items())
+
+
+def step_bounds(ceilings: dict, kernels: Path) -> dict[str, dict]:
+    """Per workload: the Triton time and step speedups the measured kernels' numbers allow at most."""
+    sys.path.insert(0, str(ROOT / "src"))
+    from chronos.kernels.profile import measured_gpu_ms
+    out = {}
+    for family in sorted({f for f, _ in ceilings}):
+        weight = measured_gpu_ms(kernels / family)
+        mine = {k: c for (f, k), c in ceilings.items() if f == family}
+        if not weight:
+            continue
+        reached = {k: c["reached"] for k, c in mine.items()}
+        best = {k: max(c.values()) for k, c in mine.items()}
+        row = {"measured_share": sum(weight.get(k, 0.0) for k in mine) / sum(weight.values()),
+               "triton_reached": amdahl(weight, reached), "triton_best": amdahl(weight, best),
+               "triton_bound": amdahl(weight, best, max(best.values()))}
+        share = triton_share(kernels / family)
+        for k in ("reached", "best", "bound"):
+            t = row[f"triton_{k}"]
+            row[f"step_{k}"] = 1 / (1 - share * (1 - 1 / t)) if share is not None else None
+        out[family] = {"triton_share": share, **row}
+    return out
+
+
+def print_steps(bounds: dict[str, dict]) -> None:
+    cols = ("triton_share", "measured_share", "triton_reached", "triton_best", "triton_bound", "step_reached",
+            "step_best", "step_bound")
+    print(f"{'workload':26} " + " ".join(f"{c:>14}" for c in cols))
+    for family, b in bounds.items():
+        print(f"{family:26} " + " ".join(f"{b[c]:14.4f}" if b[c] is not None else f"{'-':>14}" for c in cols))
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--reports", type=Path, default=ROOT / "reports")
     p.add_argument("--kernels", action="store_true", help="print every kernel's numbers too")
+    p.add_argument("--steps", action="store_true", help="and what they give each workload's step at most")
+    p.add_argument("--captured", type=Path, default=ROOT / "data" / "kernels", help="(--steps) the kernels")
     args = p.parse_args()
     ceilings = kernel_ceilings(args.reports)
     if args.kernels:
@@ -88,6 +146,8 @@ def main() -> int:
     for family, s in summarize(ceilings).items():
         print(f"{family:26} {s['kernels']:7}  {s['reached']:.4f}   {s['best_measured']:.4f}         "
               f"{s['product_bound']:.4f}")
+    if args.steps:
+        print_steps(step_bounds(ceilings, args.captured))
     return 0
 
 
