@@ -52,3 +52,24 @@ def test_a_kernel_the_walk_did_not_reach_takes_its_latest_measured_stage(tmp_pat
     _write(tmp_path, "knob_blocks", [{**a, "speedup": 2.0}, {**b, "error": "no block variant"}])
     _write(tmp_path, "knob_ptx", [{**a, "speedup": 1.5}, {**b, "speedup": 1.1}])
     assert mod.reached(tmp_path) == {("captured/w", "a"): 2.0, ("captured/w", "b"): 1.1}
+
+
+def test_step_bounds_weigh_each_kernel_by_its_gpu_time_and_put_it_into_the_profiles_triton_share(tmp_path):
+    mod = _script()
+    folder = tmp_path / "captured" / "w"
+    (folder / "tune-parts").mkdir(parents=True)
+    (folder / "capture.json").write_text(json.dumps({"per_kernel": [
+        {"kernel": k, "launches": 1} for k in ("a", "b", "c")]}))
+    for k, ms in (("a", 6.0), ("b", 2.0), ("c", 2.0)):  # 10 ms of Triton time; c measured by no stage
+        (folder / "tune-parts" / f"{k}.json").write_text(json.dumps({"kernel": k, "baseline_ms": ms}))
+    (folder / "profile.json").write_text(json.dumps({"phases": {
+        "train": {"triton_us": 30.0, "total_us": 60.0}, "decode": {"triton_us": 20.0, "total_us": 40.0}}}))
+    ceilings = {("captured/w", "a"): {"reached": 1.0, "knob": 1.5, "block": 1.0, "ptx": 1.0, "v2": 1.0},
+                ("captured/w", "b"): {"reached": 2.0, "knob": 1.0, "block": 2.0, "ptx": 1.0, "v2": 1.0}}
+    got = mod.step_bounds(ceilings, tmp_path)["captured/w"]
+    assert got["triton_share"] == pytest.approx(0.5) and got["measured_share"] == pytest.approx(0.8)
+    assert got["triton_reached"] == pytest.approx(10 / (6 + 1 + 2))
+    assert got["triton_best"] == pytest.approx(10 / (4 + 1 + 2))
+    assert got["triton_bound"] == pytest.approx(10 / (4 + 1 + 1))  # c at the largest best, 2.0
+    assert got["step_best"] == pytest.approx(1 / (1 - 0.5 * (1 - 7 / 10)))
+    assert got["step_bound"] > got["step_best"] > got["step_reached"] > 1.0
