@@ -45,13 +45,17 @@ def test_ceilings_take_each_stages_best_row_beside_stock_and_leave_out_kernels_t
     assert got["product_bound"] == pytest.approx(1.25 / 0.9)
 
 
-def test_a_kernel_the_walk_did_not_reach_takes_its_latest_measured_stage(tmp_path):
+def test_a_kernel_the_walk_did_not_reach_takes_its_latest_measured_stage_down_to_the_census(tmp_path):
     mod = _script()
     a, b = {"family": "captured/w", "kernel": "a"}, {"family": "captured/w", "kernel": "b"}
     _write(tmp_path, "knob_walk", [{**a, "error": "not_measured (run this stage on a GPU)"}])
     _write(tmp_path, "knob_blocks", [{**a, "speedup": 2.0}, {**b, "error": "no block variant"}])
-    _write(tmp_path, "knob_ptx", [{**a, "speedup": 1.5}, {**b, "speedup": 1.1}])
-    assert mod.reached(tmp_path) == {("captured/w", "a"): 2.0, ("captured/w", "b"): 1.1}
+    _write(tmp_path, "knob_ptx", [{**a, "speedup": 1.5}, {**b, "speedup": 1.1},
+                                  {"family": "captured/w", "kernel": "c", "error": "not_measured (budget)"}])
+    _write(tmp_path, "knob_census", [{**a, "speedup": 1.2}, {"family": "captured/w", "kernel": "c",
+                                                              "speedup": 1.04}])
+    assert mod.reached(tmp_path) == {("captured/w", "a"): 2.0, ("captured/w", "b"): 1.1,
+                                     ("captured/w", "c"): 1.04}  # c: the census's one knob, confirmed
 
 
 def test_step_bounds_weigh_each_kernel_by_its_gpu_time_and_put_it_into_the_profiles_triton_share(tmp_path):

@@ -3,8 +3,8 @@ where the ceiling of the joint space is"; a target may be closed as unreachable 
 
 Per kernel of the knob stages' selection, from the committed reports (replayed from the store, no GPU):
 - `reached`: Chronos v3's confirmed winner from the latest stage that measured the kernel (knob_walk, else
-  knob_blocks, else knob_ptx: a workload the walk has not reached yet, like item 7's), the per-kernel
-  number of the targets;
+  knob_blocks, else knob_ptx, else knob_census's one knob: a kernel the later stages have not reached yet),
+  the per-kernel number of the targets;
 - `best_measured`: the fastest bit-exact variant any stage timed beside stock — one compile knob value
   (knob_census), one block move or PTX on top of it (knob_blocks), PTX on a knob root (knob_ptx), one v2
   PTX action family (census); variants that changed the bits are not timed, so they are not in it;
@@ -39,7 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 STAGES = {"knob_census": "knob", "knob_blocks": "block", "knob_ptx": "ptx"}
 """Stages whose candidate rows are each timed against stock (their `ratio` is variant / stock)."""
-LATEST = ("knob_walk", "knob_blocks", "knob_ptx")
+LATEST = ("knob_walk", "knob_blocks", "knob_ptx", "knob_census")
 """v3's stages, latest first: a kernel's winner is the latest one's that measured it."""
 
 

@@ -67,5 +67,6 @@ def test_both_adds_no_kernel_the_tune_did_not_time():
 def test_an_unknown_selection_is_refused_by_name(tmp_path):
     p = tmp_path / "params.yaml"
     p.write_text("search:\n  knob_census:\n    select: fastest\n")
-    with pytest.raises(ConfigError, match="search.knob_census.select: must be profile or measured_time or profile\\+measured_time"):
+    with pytest.raises(ConfigError, match=r"search.knob_census.select: must be profile or measured_time or "
+                                          r"profile\+measured_time"):
         config.load(p)

@@ -145,3 +145,27 @@ def test_the_family_is_timed_with_the_ptxas_its_capture_deploys_with(tmp_path, m
     assert "no ptxas here emits ISA 8.7" in knob_sections.deploying_ptxas(folder, "/default/ptxas")[1]
     with pytest.raises(ChronosError, match="deploy with ptxas 12.8.93"):
         knob_sections.refusing(why)(None)
+
+
+def test_a_kernel_knob_ptx_has_not_measured_waits_for_it_and_is_not_counted_as_stock_kept(tmp_path):
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from chronos.search.knob_blocks import NOTHING_TO_TRY
+    from chronos.search.runs import kernels_of
+    from chronos.stages.knob_sections import settler
+
+    kernels = Path(__file__).resolve().parents[2] / "data" / "kernels"
+    family = "captured/flex_decode_long"
+    spec = next(s for _, _, s in kernels_of(kernels, [family]) if "flex_attention_1_29498833" in s.kernel)
+    for section in ("knob_blocks", "knob_walk"):
+        args = SimpleNamespace(section=section, joint_parts=tmp_path)
+        row = settler(args, kernels / family, family)(spec)
+        assert row is not None and row["error"].startswith("not_measured: knob_ptx has not measured it")
+    (tmp_path / family).mkdir(parents=True)  # knob_ptx measured it and nothing won: no earlier winner
+    (tmp_path / family / f"{spec.kernel}.json").write_text(json.dumps(
+        {"kernel": spec.kernel, "best": {"actions": [], "verdict": "none"}, "speedup": 1.0}))
+    args = SimpleNamespace(section="knob_blocks", joint_parts=tmp_path)
+    assert settler(args, kernels / family, family)(spec)["error"] == NOTHING_TO_TRY
+    walk = SimpleNamespace(section="knob_walk", joint_parts=tmp_path)
+    assert settler(walk, kernels / family, family)(spec) is None  # the walk measures it

@@ -39,7 +39,8 @@ def test_the_committed_census_winners_become_entries_once_the_sources_are_known(
     db = tmp_path / "tuned.sqlite"
     got = write_configs(folder, list(PARTS), db)
     winners = [json.loads(p.read_text()) for p in PARTS]
-    won = [r for r in winners if decision(r)[0] is not None]
+    won = [r for r in winners if decision(r)[0] is not None and r["kernel"] not in got["same_ptx"]]
+    assert got["same_ptx"]  # one PTX at three shapes (llama's rotary kernel), one winner: one entry
     assert got["entries"] == len(won) > 0 and got["kernels"] == len(PARTS)
     with TunedDB(db, readonly=True) as handle:
         entries = {e.provenance["kernel"]: e for e in config_entries(handle)}
@@ -71,6 +72,9 @@ def test_joint_winners_deploy_as_a_config_and_ptx_actions_keyed_by_the_ptx_that_
     rows = [json.loads(p.read_text()) for p in parts]
     won = [r for r in rows if r["best"].get("verdict") == "faster"]
     got = write_configs(folder, list(parts), tmp_path / "v3.sqlite")
+    served = got["same_ptx"]  # one PTX at two shapes with one winner: one entry serves both
+    assert served and all(k not in served for k in served.values())
+    won = [r for r in won if r["kernel"] not in served]
     with_config = [r for r in won if split_winner(r["best"]["actions"])[0] is not None]
     with_ptx = [r for r in won if split_winner(r["best"]["actions"])[1]]
     assert got["entries"] == len(with_config) > 0 and got["ptx_entries"] == len(with_ptx) > 0
@@ -194,3 +198,21 @@ def test_a_part_timed_with_another_ptxas_than_the_kernel_deploys_with_is_left_ou
     assert other["ptx_entries"] == 0 and other["entries"] == 0
     stale = f"measured with ptxas {timed}; its capture's Triton assembles it with 11.0.1"
     assert sum(w.startswith(stale) for w in other["left_out"].values()) == same["ptx_entries"]
+
+
+def test_one_ptx_at_several_shapes_deploys_only_where_every_measured_shape_chose_the_same_winner():
+    from chronos.tuning.config_db import shared_ptx
+
+    def row(kernel, actions):
+        return Path(kernel), {"kernel": kernel, "best": {"verdict": "faster" if actions else "none",
+                                                         "actions": actions},
+                              "candidates": [{"actions": actions, "valid": True, "reason": ""}]}
+
+    specs = {k: {"ptx": p} for k, p in (("a1", "A"), ("a2", "A"), ("b1", "B"), ("b2", "B"), ("b3", "B"),
+                                         ("c", "C"))}
+    rows = [row("a1", ["num_warps=4", "cache_ca"]), row("a2", ["num_warps=4", "cache_ca"]),
+            row("b1", ["num_warps=4"]), row("b2", ["num_warps=8"]), row("b3", []), row("c", ["cache_cg"])]
+    disagree, served = shared_ptx(rows, specs)
+    assert served == {"a2": "a1"}
+    assert set(disagree) == {"b1", "b2", "b3"} and "none deploys" in disagree["b3"]
+    assert "num_warps=8" in disagree["b1"] and "b3: nothing" in disagree["b1"]

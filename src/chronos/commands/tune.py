@@ -251,6 +251,7 @@ def run(args: argparse.Namespace) -> int:
         if args.configs_from:
             got = write_configs(args.dir, latest_parts(args.configs_from), args.db)
             print(f"tune: v3 winners in {args.db}: {got['entries']} configs, {got['ptx_entries']} PTX "
-                  f"sets, of {got['kernels']} kernels "
-                  f"({len(got['left_out'])} left out, why: {sorted(set(got['left_out'].values()))})")
+                  f"sets, of {got['kernels']} kernels ({len(got['same_ptx'])} served by the entry of another "
+                  f"shape of their PTX; {len(got['left_out'])} left out, why: "
+                  f"{sorted(set(got['left_out'].values()))})")
     return report_not_tuned(args, selected, counts)

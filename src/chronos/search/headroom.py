@@ -48,7 +48,8 @@ def selected(kernels: Path, family: str, per_family: int, select: str = "profile
 
 
 def heaviest(found: list, weight: dict[str, float], count: int) -> list:
-    """The `count` items of `found` whose kernels took the most measured GPU time (`weight`), heaviest first."""
+    """The `count` items of `found` whose kernels took the most measured GPU time (`weight`), heaviest
+    first."""
     return sorted(found, key=lambda f: -weight.get(f[1].kernel, 0.0))[:count]
 
 

@@ -76,13 +76,22 @@ def measurer(args, folder: Path, family: str, backend, timing, min_gain: float, 
     return measure
 
 
+FOLLOWS_PTX = ("knob_blocks", "knob_walk")
+"""Sections that build on knob_ptx's winner: a kernel knob_ptx has not measured has nothing to build on yet
+(not "nothing won there", which would count it at 1.0)."""
+WAITS_FOR_PTX = "not_measured: knob_ptx has not measured it yet (run stage knob_ptx on a GPU first)"
+
+
 def settler(args, folder: Path, family: str):
     """The row of a kernel the section decides from committed files alone, alike on a GPU and in replay (None:
-    it is measured): float atomics are skipped (no variant can be verified bit-exactly); in knob_blocks, a
-    kernel with nothing to try keeps stock."""
+    it is measured): float atomics are skipped (no variant can be verified bit-exactly); in knob_blocks and
+    knob_walk, a kernel knob_ptx has not measured waits for it; in knob_blocks, a kernel with nothing to try
+    keeps stock."""
     def settled(spec) -> dict | None:
         if row := racy(spec, read_ptx(folder / "specs.json", spec)):
             return row
+        if args.section in FOLLOWS_PTX and not (args.joint_parts / family / f"{spec.kernel}.json").is_file():
+            return {"kernel": spec.kernel, "error": WAITS_FOR_PTX}
         if args.section == "knob_blocks":
             return nothing_to_try(spec, folder, prior_winner(spec, folder, args.joint_parts, family))
         return None

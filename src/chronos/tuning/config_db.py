@@ -185,18 +185,43 @@ def write_configs(folder: Path, parts: list[Path], db_path: Path) -> dict:
            "identity": _json(folder / "triton.json"), "knobs": knobs.get("kernels", {}),
            "versions": knobs.get("provenance", {}),
            "blocks": _json(folder / "blocks.json").get("kernels", {}), "ptxas": recorded_ptxas(folder)}
-    out: dict = {"kernels": 0, "entries": 0, "ptx_entries": 0, "left_out": {}}
+    out: dict = {"kernels": 0, "entries": 0, "ptx_entries": 0, "left_out": {}, "same_ptx": {}}
+    rows = [(path, json.loads(path.read_text())) for path in parts]
+    disagree, served = shared_ptx(rows, ctx["specs"])
     with TunedDB(db_path) as db:
-        for path in parts:
+        for path, row in rows:
             out["kernels"] += 1
-            row = json.loads(path.read_text())
+            if row["kernel"] in served:  # its PTX's entry, written for the first of them, serves it too
+                out["same_ptx"][row["kernel"]] = served[row["kernel"]]
+                continue
             try:
-                why = _put_winner(db, ctx, row, path.name, out)
+                why = disagree.get(row["kernel"]) or _put_winner(db, ctx, row, path.name, out)
             except ChronosError as e:
                 why = str(e)
             if why:
                 out["left_out"][row["kernel"]] = why
     return out
+
+
+def shared_ptx(rows: list[tuple[Path, dict]], specs: dict) -> tuple[dict[str, str], dict[str, str]]:
+    """Kernels that are one stock PTX launched at several shapes share one DB key. Where their confirmed
+    winners differ, none deploys (kernel -> why: strict mode deploys no variant on a shape where it did not
+    win); where they agree, the first one's entry serves the others (kernel -> that first kernel)."""
+    by_ptx: dict[str, list[tuple[str, str]]] = {}
+    for _, row in rows:
+        if (spec := specs.get(row["kernel"])) is not None:
+            winner = confirmed_winner(row)[0]
+            said = "+".join(filter(None, [winner[0], *winner[1]])) if winner else "nothing"
+            by_ptx.setdefault(spec["ptx"], []).append((row["kernel"], said))
+    disagree, served = {}, {}
+    for group in (g for g in by_ptx.values() if len(g) > 1):
+        if len({w for _, w in group}) > 1:
+            said = "; ".join(f"{k}: {w}" for k, w in group)
+            disagree.update({k: f"one stock PTX at {len(group)} shapes whose winners differ ({said}): "
+                                "none deploys" for k, _ in group})
+        else:
+            served.update({k: group[0][0] for k, _ in group[1:]})
+    return disagree, served
 
 
 def _put_winner(db, ctx: dict, row: dict, part: str, out: dict) -> str:
