@@ -104,6 +104,7 @@ def step_bounds(ceilings: dict, kernels: Path) -> dict[str, dict]:
     """Per workload: the Triton time and step speedups the measured kernels' numbers allow at most."""
     sys.path.insert(0, str(ROOT / "src"))
     from chronos.kernels.profile import measured_gpu_ms
+    from chronos.report.captured import amdahl_bound
     out = {}
     for family in sorted({f for f, _ in ceilings}):
         weight = measured_gpu_ms(kernels / family)
@@ -117,8 +118,7 @@ def step_bounds(ceilings: dict, kernels: Path) -> dict[str, dict]:
                "triton_bound": amdahl(weight, best, max(best.values()))}
         share = triton_share(kernels / family)
         for k in ("reached", "best", "bound"):
-            t = row[f"triton_{k}"]
-            row[f"step_{k}"] = 1 / (1 - share * (1 - 1 / t)) if share is not None else None
+            row[f"step_{k}"] = amdahl_bound(share, row[f"triton_{k}"]) if share is not None else None
         out[family] = {"triton_share": share, **row}
     return out
 
