@@ -28,7 +28,8 @@
 #     e2e_v3             per workload of $WORKLOADS (default flex): Chronos v3's DB from the knob_ptx,
 #                        knob_blocks and knob_walk parts, then scripts/e2e_one_process.py with it (ROUNDS,
 #                        default 30; ANCHORS="max_autotune coordesc": Inductor's tuners beside it, step by step;
-#                        GRAPHS=1: each set's CUDA graph of every phase timed, not Python steps)
+#                        GRAPHS=1: each set's CUDA graph of every phase timed, not Python steps;
+#                        LEAVE_OUT="ACTION|GROUP ...": a second DB less the winners using them, timed beside)
 #                        -> data/kernels/captured/<w>/e2e-one-process.json
 #     PATH.py            a research or benchmark script (experiments/..., benchmarks/...) with $ARGS
 #     RULE               a pipeline rule that measures (baseline, aa, greedy_kernel, random_search, atlas,
@@ -134,13 +135,17 @@ print(','.join(workload(n).name for n in (sys.argv[1].split() or NAMES)))" "${WO
         --store data/store/measurements.sqlite --out reports/knob_anchors.json ${KNOB_BUDGET:+--budget $KNOB_BUDGET} ;;
     e2e_v3)
       local w; for w in ${WORKLOADS:-flex}; do
-        python3 -m chronos.cli tune "data/kernels/captured/$w" --merge-only --db "/tmp/v3-$w.sqlite" \
-          --parts /tmp/no-tune-parts --configs-from "data/knob_ptx/captured/$w" "data/knob_blocks/captured/$w" \
-          "data/knob_walk/captured/$w" \
-          | grep "v3 winners" &&
-          python3 scripts/e2e_one_process.py "$w" --db "/tmp/v3-$w.sqlite" --rounds "${ROUNDS:-30}" \
-            --round-seconds 0.3 --out "data/kernels/captured/$w/e2e-one-process.json" \
-            ${ANCHORS:+--anchors $ANCHORS} ${GRAPHS:+--graphs} || return 1
+        local merge=(python3 -m chronos.cli tune "data/kernels/captured/$w" --merge-only --parts /tmp/no-tune-parts
+          --configs-from "data/knob_ptx/captured/$w" "data/knob_blocks/captured/$w" "data/knob_walk/captured/$w")
+        "${merge[@]}" --db "/tmp/v3-$w.sqlite" | grep "v3 winners" || return 1
+        local also=()  # LEAVE_OUT="l2_policy_streaming ...": the DB less the winners using them, timed beside
+        if [[ -n ${LEAVE_OUT:-} ]]; then
+          "${merge[@]}" --db "/tmp/v3-$w-less.sqlite" --leave-out-actions $LEAVE_OUT | grep "v3 winners" || return 1
+          also=(--also "without_left_out=/tmp/v3-$w-less.sqlite")
+        fi
+        python3 scripts/e2e_one_process.py "$w" --db "/tmp/v3-$w.sqlite" --rounds "${ROUNDS:-30}" \
+          --round-seconds 0.3 --out "data/kernels/captured/$w/e2e-one-process.json" "${also[@]}" \
+          ${ANCHORS:+--anchors $ANCHORS} ${GRAPHS:+--graphs} || return 1
       done ;;
     *.py) python3 "$t" ${ARGS:-} ;;
     */*) "${SMK[@]}" --force -- "$t" ;;  # an output file: the one job that writes it (a wildcard rule's)

@@ -127,6 +127,39 @@ def build_sets(db: Path, phases: dict) -> dict:
                                        warm=warm)}
 
 
+def build_also(also: list[str], sets: dict, phases: dict) -> dict:
+    """--also NAME=DB: each DB deployed into a tuned set of its own, added to `sets` (timed, its outputs
+    hashed, like the others); per name the hook's stats for it (what of that DB deployed)."""
+    import chronos.triton
+    from chronos.triton import kernel_sets
+
+    hooks = {}
+    for item in also:
+        name, sep, db = item.partition("=")
+        if not sep or not name or name in sets or name in ANCHORS:
+            raise SystemExit(f"e2e_one_process: --also {item!r}: expected NAME=DB with a NAME that is not "
+                             f"one of {[*sets, *ANCHORS]}")
+        sets[name] = kernel_sets.build(name, sets["stock"], Path(db), chronos.triton.enable,
+                                       chronos.triton.disable, warm=lambda: run_each(phases))
+        hooks[name] = {**chronos.triton.stats(), "configs_applied": sets[name].configs}
+    return hooks
+
+
+def also_verdicts(times: dict, phases: dict, hooks: dict, digests: dict) -> dict:
+    """Per --also set: stock / it, and tuned / it (above 1: it is faster than the full DB's set), per step
+    and per phase; the phases whose outputs differ from stock's; what of its DB deployed."""
+    out = {}
+    for name, hook in hooks.items():
+        out[name] = {"speedup": summarize(ratios(times, "stock", name)),
+                     "over_tuned": summarize(ratios(times, "tuned", name)),
+                     "differing_phases": sorted(k for k in phases if digests["stock"][k] != digests[name][k]),
+                     "per_phase": {ph: {"speedup": summarize(ratios(times, "stock", name, ph)),
+                                        "over_tuned": summarize(ratios(times, "tuned", name, ph))}
+                                   for ph in phases},
+                     "hook": hook}
+    return out
+
+
 def kernel_count(sets: dict, workload: str) -> int:
     """Inductor autotuners and JIT functions the sets switch; none: the tuned set would be timed as stock."""
     n = len(sets["stock"].tuners) + len(sets["stock"].jit)
@@ -271,6 +304,9 @@ def main() -> int:
                    help="Inductor's tuners timed beside stock and Chronos v3, each its own compile")
     p.add_argument("--graphs", action="store_true",
                    help="time each set's CUDA graph of every phase (scripts/e2e_graphs.py), not Python steps")
+    p.add_argument("--also", nargs="+", default=[], metavar="NAME=DB",
+                   help="more tuned sets, each with its own DB deployed (e.g. the DB without some actions: "
+                        "chronos tune --leave-out-actions), timed beside the others")
     args = p.parse_args()
     isolate()
     import chronos.triton
@@ -285,9 +321,10 @@ def main() -> int:
     for _ in range(2):  # compile, autotune, settle
         run_each(phases)
     sets = build_sets(args.db, phases)
-    kernels = kernel_count(sets, args.workload)
+    kernels, hook = kernel_count(sets, args.workload), chronos.triton.stats()
+    also = build_also(args.also, sets, phases)
     built = {name: kernel_sets.jit_compiled(ks) for name, ks in sets.items()}
-    hook, (same, digests) = chronos.triton.stats(), outputs(phases, sets)
+    same, digests = outputs(phases, sets)
     anchors, bitwise = build_anchors(workloads, args.workload, args.anchors, digests)
     replaced, graphs = graphed(phases, sets, anchors, digests) if args.graphs else (None, None)
     stock_steps = (replaced or {"stock": phases})["stock"]
@@ -299,6 +336,7 @@ def main() -> int:
            "jit_compiled_after_build": {n: kernel_sets.jit_compiled(ks) - built[n] for n, ks in sets.items()},
            "outputs": same,
            **verdicts(times, phases), "anchors": anchor_verdicts(times, phases, bitwise),
+           "also": also_verdicts(times, phases, also, digests),
            "times": times, "provenance": {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
                                           "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                                           "command": " ".join(sys.argv)}}
@@ -307,6 +345,10 @@ def main() -> int:
     print(deployed(hook, out["configs_applied"]))
     if late := {n: c for n, c in out["jit_compiled_after_build"].items() if c}:
         print(f"JIT kernels compiled after their set was built (the tuned set's without its PTX): {late}")
+    for name, v in out["also"].items():
+        print(f"{name}: stock/set {v['speedup']['median']:.4f} {v['speedup']['ci95']}, tuned/set "
+              f"{v['over_tuned']['median']:.4f} {v['over_tuned']['ci95']}; "
+              + deployed(v["hook"], v["hook"]["configs_applied"]))
     for a, v in out["anchors"].items():
         print(f"{a}: stock/anchor {v['speedup']['median']:.4f} {v['speedup']['ci95']}, anchor/v3 "
               f"{v['v3_over']['median']:.4f} {v['v3_over']['ci95']}, bitwise {v['bitwise']}")

@@ -101,6 +101,34 @@ def test_anchors_take_their_turns_and_are_judged_against_stock_and_the_tuned_set
     assert used[-1] == "stock"
 
 
+def test_an_also_set_is_built_from_its_own_db_timed_and_judged_against_stock_and_the_tuned_set(monkeypatch):
+    """--also NAME=DB: a set of its own (its DB enabled while it is built), in the rounds like the others;
+    its verdicts pair it with stock and with the full DB's tuned set, and say which phases changed bits.
+    A name that is not NAME=DB, or one the run already has, is refused."""
+    mod = _script()
+    import chronos.triton
+    import chronos.triton.kernel_sets as ks
+
+    built = []
+    monkeypatch.setattr(ks, "build",
+                        lambda name, stock, db, *a, **k: built.append((name, db)) or KernelSet(name))
+    monkeypatch.setattr(chronos.triton, "stats", lambda: {"swapped": 3, "entries": 5})
+    sets = {s: KernelSet(s) for s in mod.SETS}
+    hooks = mod.build_also(["no_l2=/tmp/less.sqlite"], sets, {})
+    assert built == [("no_l2", Path("/tmp/less.sqlite"))] and set(sets) == {*mod.SETS, "no_l2"}
+    assert hooks["no_l2"]["swapped"] == 3 and hooks["no_l2"]["configs_applied"] == {}
+    for bad in (["no_l2"], ["tuned=/tmp/x.sqlite"], ["coordesc=/tmp/x.sqlite"], ["=/tmp/x.sqlite"]):
+        with pytest.raises(SystemExit, match="expected NAME=DB"):
+            mod.build_also(bad, {s: KernelSet(s) for s in mod.SETS}, {})
+    times = {"stock": [{"p": 1.0}, {"p": 1.0}], "tuned": [{"p": 0.9}, {"p": 0.9}],
+             "no_l2": [{"p": 0.8}, {"p": 0.8}]}
+    digests = {"stock": {"p": "a"}, "no_l2": {"p": "b"}}
+    got = mod.also_verdicts(times, {"p": None}, hooks, digests)["no_l2"]
+    assert got["speedup"]["median"] == pytest.approx(1.25)
+    assert got["over_tuned"]["median"] == pytest.approx(0.9 / 0.8) and got["differing_phases"] == ["p"]
+    assert got["per_phase"]["p"]["speedup"]["median"] == pytest.approx(1.25)
+
+
 def test_ratios_pair_the_sets_per_round_over_the_summed_step_or_one_phase():
     mod = _script()
     times = {"stock": [{"a": 1.0, "b": 1.0}, {"a": 1.1, "b": 0.9}],

@@ -320,3 +320,15 @@ def test_a_stranger_tunes_a_captured_corpus_from_an_empty_directory(tmp_path):
     assert json.loads((tmp_path / "tune-summary.json").read_text())["not_tuned"] == []
     assert not list(cwd.iterdir())  # nothing written where it ran
     assert "time ratio tuned/stock" in proc.stdout and "2 tuned, 0 failed" in proc.stdout
+
+
+def test_a_misspelt_action_to_leave_out_stops_the_run_before_any_db_is_written(tmp_path, capsys):
+    db = tmp_path / "v3.sqlite"
+    bert = ROOT / "data/kernels/captured/bert"
+    argv = ["tune", str(bert), "--merge-only", "--parts", str(tmp_path / "none"), "--db", str(db),
+            "--configs-from", str(ROOT / "data/knob_walk/captured/bert"), "--leave-out-actions"]
+    assert main([*argv, "l2_evict_lastt"]) != 0
+    assert "'l2_evict_lastt' is neither a v2 action nor a v2 group" in capsys.readouterr().err
+    assert not db.exists()
+    assert main([*argv, "l2_policy_streaming"]) == 0
+    assert "(left out by --leave-out-actions)" in capsys.readouterr().out

@@ -216,3 +216,28 @@ def test_one_ptx_at_several_shapes_deploys_only_where_every_measured_shape_chose
     assert served == {"a2": "a1"}
     assert set(disagree) == {"b1", "b2", "b3"} and "none deploys" in disagree["b3"]
     assert "num_warps=8" in disagree["b1"] and "b3: nothing" in disagree["b1"]
+
+
+def test_leaving_out_actions_drops_every_winner_that_uses_one_and_keeps_the_rest(tmp_path):
+    """--leave-out-actions: the DB without the winners that use an action (or a group's member) is the
+    full DB less exactly those kernels, each said why; a name that is neither an action nor a group
+    raises with the names there are."""
+    import pytest
+
+    from chronos.errors import ChronosError
+    from chronos.tuning.config_db import confirmed_winner, latest_parts, leave_out_actions
+
+    bert = ROOT / "data" / "kernels" / "captured" / "bert"
+    parts = latest_parts([ROOT / "data" / s / "captured" / "bert" for s in ("knob_ptx", "knob_blocks",
+                                                                             "knob_walk")])
+    group = leave_out_actions(["l2_policy_streaming"])
+    assert "l2_evict_last_streaming" in group and "l2_evict_first_reread" not in group
+    full = write_configs(bert, parts, tmp_path / "full.sqlite")
+    less = write_configs(bert, parts, tmp_path / "less.sqlite", group)
+    users = {json.loads(p.read_text())["kernel"] for p in parts
+             if set((confirmed_winner(json.loads(p.read_text()))[0] or (None, []))[1]) & group}
+    assert users and set(less["left_out"]) == set(full["left_out"]) | users
+    assert all("l2_" in less["left_out"][k] and "--leave-out-actions" in less["left_out"][k] for k in users)
+    assert less["entries"] + less["ptx_entries"] < full["entries"] + full["ptx_entries"]
+    with pytest.raises(ChronosError, match="neither a v2 action nor a v2 group"):
+        leave_out_actions(["l2_evict_lastt_streaming"])

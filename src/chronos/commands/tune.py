@@ -44,7 +44,7 @@ from chronos.commands.tune_args import resolve_paths
 from chronos.commands.tune_summary import report_not_tuned
 from chronos.errors import ChronosError, one_line
 from chronos.kernels.profile import by_gpu_time
-from chronos.tuning.config_db import latest_parts, write_configs
+from chronos.tuning.config_db import latest_parts, leave_out_actions, write_configs
 from chronos.tuning.db import write_db
 from chronos.tuning.deploy_rule import deploys
 from chronos.tuning.kernel import captured_present, confirm_one, skipped_as_racy, tune_one
@@ -79,6 +79,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="with --db: Chronos v3's confirmed winners in these compile-knob stage parts "
                         "(data/knob_ptx/<w>, data/knob_blocks/<w>, data/knob_walk/<w>; a later folder's "
                         "part of a kernel supersedes an earlier one's): each one's config and PTX actions")
+    p.add_argument("--leave-out-actions", nargs="+", default=[], metavar="ACTION",
+                   help="with --configs-from: leave out every winner whose PTX actions use one of these (a "
+                        "v2 action or group, e.g. l2_policy_streaming): a DB to time beside the full one")
     p.add_argument("--backend", choices=("gpu", "replay", "auto"), default="auto")
     p.add_argument("--store", type=Path, help="the measurement store: replay answers from it, gpu records "
                                               "into it (default: DIR/measurements.sqlite)")
@@ -236,6 +239,7 @@ def reconfirm_captured(args, specs_json: Path, parts: Path, backend, cfg) -> int
 
 def run(args: argparse.Namespace) -> int:
     resolve_paths(args)
+    leave_out = leave_out_actions(args.leave_out_actions)  # a misspelt action stops the run before it starts
     selected = _selected(args.dir / "specs.json", args.kernel, args.only)
     counts: dict = {}
     if not args.merge_only:
@@ -249,7 +253,7 @@ def run(args: argparse.Namespace) -> int:
     if args.db:
         print(f"tune: tuned DB {args.db}: {write_db(args.dir, args.parts, args.db)}")
         if args.configs_from:
-            got = write_configs(args.dir, latest_parts(args.configs_from), args.db)
+            got = write_configs(args.dir, latest_parts(args.configs_from), args.db, leave_out)
             print(f"tune: v3 winners in {args.db}: {got['entries']} configs, {got['ptx_entries']} PTX "
                   f"sets, of {got['kernels']} kernels ({len(got['same_ptx'])} served by the entry of another "
                   f"shape of their PTX; {len(got['left_out'])} left out, why: "

@@ -172,10 +172,13 @@ def _json(path: Path) -> dict:
     return json.loads(path.read_text()) if path.is_file() else {}
 
 
-def write_configs(folder: Path, parts: list[Path], db_path: Path) -> dict:
+def write_configs(folder: Path, parts: list[Path], db_path: Path,
+                  leave_out: frozenset[str] = frozenset()) -> dict:
     """Tuned-DB entries for the workload in `folder` from the stage part files `parts` (one per kernel:
     latest_parts): a config entry per winner with a compile config, a tuned PTX entry per
-    winner with PTX actions; returns counts and the reason of every kernel left out."""
+    winner with PTX actions; returns counts and the reason of every kernel left out. `leave_out`: PTX
+    actions (leave_out_actions) whose winners are left out whole — a DB to time beside the full one, to see
+    in the step what those actions do there (measured alone, the kernel without them was not the winner)."""
     from chronos.kernels.spec import load_specs
     from chronos.triton.tuned_db import TunedDB
 
@@ -191,16 +194,42 @@ def write_configs(folder: Path, parts: list[Path], db_path: Path) -> dict:
     with TunedDB(db_path) as db:
         for path, row in rows:
             out["kernels"] += 1
-            if row["kernel"] in served:  # its PTX's entry, written for the first of them, serves it too
+            # its PTX's entry, written for the first of them, serves it too (one left out leaves all out)
+            if row["kernel"] in served and not uses_left_out(row, leave_out):
                 out["same_ptx"][row["kernel"]] = served[row["kernel"]]
                 continue
             try:
-                why = disagree.get(row["kernel"]) or _put_winner(db, ctx, row, path.name, out)
+                why = (uses_left_out(row, leave_out) or disagree.get(row["kernel"])
+                       or _put_winner(db, ctx, row, path.name, out))
             except ChronosError as e:
                 why = str(e)
             if why:
                 out["left_out"][row["kernel"]] = why
     return out
+
+
+def leave_out_actions(names: list[str]) -> frozenset[str]:
+    """PTX action names, a v2 group's name standing for its members (l2_policy_streaming: every L2 policy
+    on streaming loads); an unknown name raises, with the names there are."""
+    from chronos.actions import V2
+
+    out: set[str] = set()
+    for n in names:
+        if n in V2.groups:
+            out.update(V2.groups[n])
+        elif n in V2.index and n != "stop":
+            out.add(n)
+        else:
+            raise ChronosError(f"--leave-out-actions: {n!r} is neither a v2 action nor a v2 group; groups: "
+                               f"{' '.join(sorted(V2.groups))}; actions: {' '.join(V2.transforms)}")
+    return frozenset(out)
+
+
+def uses_left_out(row: dict, leave_out: frozenset[str]) -> str:
+    """Why the row's confirmed winner is left out for using one of `leave_out`'s PTX actions, or ""."""
+    winner = confirmed_winner(row)[0] if leave_out else None
+    used = sorted(set(winner[1]) & leave_out) if winner else []
+    return f"its winner uses {'+'.join(used)} (left out by --leave-out-actions)" if used else ""
 
 
 def shared_ptx(rows: list[tuple[Path, dict]], specs: dict) -> tuple[dict[str, str], dict[str, str]]:
