@@ -143,9 +143,11 @@ print(','.join(workload(n).name for n in (sys.argv[1].split() or NAMES)))" "${WO
           "${merge[@]}" --db "/tmp/v3-$w-less.sqlite" --leave-out-actions $LEAVE_OUT | grep "v3 winners" || return 1
           also=(--also "without_left_out=/tmp/v3-$w-less.sqlite")
         fi
-        python3 scripts/e2e_one_process.py "$w" --db "/tmp/v3-$w.sqlite" --rounds "${ROUNDS:-30}" \
-          --round-seconds 0.3 --out "data/kernels/captured/$w/e2e-one-process.json" "${also[@]}" \
-          ${ANCHORS:+--anchors $ANCHORS} ${GRAPHS:+--graphs} || return 1
+        # a compile that misses its kernel's entry keeps its PTX (logs/missed-ptx-<w>/: diff it with the DB's root)
+        CHRONOS_KEEP_MISSED_PTX="$LOGS/missed-ptx-$w" \
+          python3 scripts/e2e_one_process.py "$w" --db "/tmp/v3-$w.sqlite" --rounds "${ROUNDS:-30}" \
+            --round-seconds 0.3 --out "data/kernels/captured/$w/e2e-one-process.json" "${also[@]}" \
+            ${ANCHORS:+--anchors $ANCHORS} ${GRAPHS:+--graphs} || return 1
       done ;;
     *.py) python3 "$t" ${ARGS:-} ;;
     */*) "${SMK[@]}" --force -- "$t" ;;  # an output file: the one job that writes it (a wildcard rule's)

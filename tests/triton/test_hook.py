@@ -104,6 +104,26 @@ def test_a_stale_key_falls_back_to_stock(env, stock):
         compile_add(block=256)  # another specialisation: not in the (new) cache yet
 
 
+def test_a_stale_key_s_stock_ptx_is_kept_where_asked_to_diff_against_the_db_s_root(env, stock, monkeypatch):
+    """CHRONOS_KEEP_MISSED_PTX: the PTX of a compile that missed an entry of its kernel's name is written
+    there (named by kernel and PTX identity); a kernel with no entry at all is not kept."""
+    kept = env / "missed"
+    monkeypatch.setenv(hook.ENV_KEEP_MISSED, str(kept))
+    other = make_db(env / "other.sqlite", stock, tune(stock.asm["ptx"]), driver="570.86.15 (CUDA 12.8)")
+    ct.enable(other)
+    compile_add(block=64)
+    (path,) = kept.iterdir()
+    assert path.name.startswith("add_kernel-") and "BLOCK" not in path.name
+    assert ptx_identity_sha256(path.read_text()).startswith(path.name.removesuffix(".ptx").split("-")[1])
+
+    @triton.jit
+    def other_kernel(x, y, out, n, BLOCK: tl.constexpr):
+        tl.store(out + tl.arange(0, BLOCK), tl.load(x + tl.arange(0, BLOCK)))
+
+    compile_add(fn=other_kernel)
+    assert len(list(kept.iterdir())) == 1  # "no entry for kernel other_kernel": nothing to diff
+
+
 def test_another_triton_hash_over_the_same_stock_ptx_still_swaps_and_says_so(env, stock):
     """Triton 3.6's hash depends on which ptxas version the process cached first (on the H200, capture's
     compile workers and an in-place compile hashed the same PTX differently): the stock PTX's identity,

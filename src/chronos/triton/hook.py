@@ -39,6 +39,9 @@ from chronos.triton.tuned_db import Entry, TunedDB, TunedKey, content_hash, entr
 
 ENV_DB = "CHRONOS_TUNED"
 """Path of the tuned DB when enable() is given none."""
+ENV_KEEP_MISSED = "CHRONOS_KEEP_MISSED_PTX"
+"""A folder: the stock PTX of each compile that missed an entry of its kernel's name (a stale key) goes
+there, to diff offline against the DB's root (why the PTX under a deployed config was not the one timed)."""
 MODES = ("deploy", "strict")
 """deploy: fall back to the stock PTX on a miss or a refusal; strict: raise TunedMissError (CI, audits)."""
 TUNED_MARK = "chronos_tuned_entry"
@@ -201,7 +204,10 @@ class _Session:
             self.compiled.add(metadata["hash"])
         entry = self.entries.get(key.key()) or self.by_code.get(key.code_key())
         if entry is None:
-            self._record("missed", key.kernel, self._why_missed(key))
+            why = self._why_missed(key)
+            self._record("missed", key.kernel, why)
+            if why.startswith("stale key") and (folder := os.environ.get(ENV_KEEP_MISSED)):
+                keep_missed(Path(folder), key, stock_ptx)
             return stock_ptx
         try:
             ptx = tuned_ptx(stock_ptx, entry)  # remade from the user's stock PTX: the DB holds no code
@@ -369,6 +375,15 @@ def disable() -> None:
         knobs.runtime.add_stages_inspection_hook = session.prev
     restore_cache(knobs, session.saved_cache)
     _STATE["session"], _STATE["last"] = None, session
+
+
+def keep_missed(folder: Path, key: TunedKey, stock_ptx: str) -> None:
+    """<kernel>-<its PTX identity, 12 hex>.ptx in `folder` (ENV_KEEP_MISSED); never breaks a compile."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{key.kernel}-{key.stock_ptx_sha256[:12]}.ptx").write_text(stock_ptx)
+    except OSError:
+        pass
 
 
 def stats() -> dict:
