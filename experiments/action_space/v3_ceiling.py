@@ -94,16 +94,10 @@ def triton_share(folder: Path) -> float | None:
     return sum(p["triton_us"] for p in phases) / total if total else None
 
 
-def amdahl(weight: dict[str, float], speedup: dict[str, float], default: float = 1.0) -> float:
-    """The summed time over itself with each kernel's speedup applied (`default` for the others)."""
-    total = sum(weight.values())
-    return total / sum(w / speedup.get(k, default) for k, w in weight.items())
-
-
 def step_bounds(ceilings: dict, kernels: Path) -> dict[str, dict]:
     """Per workload: the Triton time and step speedups the measured kernels' numbers allow at most."""
     sys.path.insert(0, str(ROOT / "src"))
-    from chronos.kernels.profile import measured_gpu_ms
+    from chronos.kernels.profile import measured_gpu_ms, weighted_speedup
     from chronos.report.captured import amdahl_bound
     out = {}
     for family in sorted({f for f, _ in ceilings}):
@@ -114,8 +108,9 @@ def step_bounds(ceilings: dict, kernels: Path) -> dict[str, dict]:
         reached = {k: c["reached"] for k, c in mine.items()}
         best = {k: max(c.values()) for k, c in mine.items()}
         row = {"measured_share": sum(weight.get(k, 0.0) for k in mine) / sum(weight.values()),
-               "triton_reached": amdahl(weight, reached), "triton_best": amdahl(weight, best),
-               "triton_bound": amdahl(weight, best, max(best.values()))}
+               "triton_reached": weighted_speedup(weight, reached),
+               "triton_best": weighted_speedup(weight, best),
+               "triton_bound": weighted_speedup(weight, best, max(best.values()))}
         share = triton_share(kernels / family)
         for k in ("reached", "best", "bound"):
             row[f"step_{k}"] = amdahl_bound(share, row[f"triton_{k}"]) if share is not None else None

@@ -70,3 +70,12 @@ def test_an_unknown_selection_is_refused_by_name(tmp_path):
     with pytest.raises(ConfigError, match=r"search.knob_census.select: must be profile or measured_time or "
                                           r"profile\+measured_time"):
         config.load(p)
+
+
+def test_weighted_speedup_is_amdahl_over_per_kernel_weights():
+    from chronos.kernels.profile import weighted_speedup
+
+    weights = {"a": 3.0, "b": 1.0}
+    assert weighted_speedup(weights, {"a": 1.5}) == 4.0 / (2.0 + 1.0)
+    assert weighted_speedup(weights, {"a": 1.5}, default=2.0) == 4.0 / (2.0 + 0.5)
+    assert weighted_speedup(weights, {}) == 1.0 and weighted_speedup({}, {"a": 2.0}) is None

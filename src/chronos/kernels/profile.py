@@ -39,3 +39,11 @@ def time_share(weights: dict[str, float], kernels: list[str]) -> float | None:
     """The share of the timed GPU time that `kernels` carry (None where nothing was timed)."""
     total = sum(weights.values())
     return sum(weights.get(k, 0.0) for k in sorted(set(kernels))) / total if total else None
+
+
+def weighted_speedup(weights: dict[str, float], speedups: dict[str, float],
+                     default: float = 1.0) -> float | None:
+    """The timed GPU time over itself with each kernel's speedup applied (`default` for the kernels
+    `speedups` does not name): Amdahl's law over per-kernel weights (None where nothing was timed)."""
+    total = sum(weights.values())
+    return total / sum(w / speedups.get(k, default) for k, w in weights.items()) if total else None

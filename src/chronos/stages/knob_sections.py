@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from chronos.errors import ChronosError
-from chronos.kernels.profile import measured_gpu_ms, time_share
+from chronos.kernels.profile import measured_gpu_ms, time_share, weighted_speedup
 from chronos.kernels.spec import read_ptx
 from chronos.measure.backend import ReplayBackend
 from chronos.search.headroom import selected
@@ -240,11 +240,9 @@ def time_shares(weight: dict[str, float], rows: list[dict]) -> dict:
     applied (every other kernel at 1.0) — what the winners, all deployed, would give the workload's
     Triton kernels (not a measurement of the step: the e2e stages measure that)."""
     done = [r for r in rows if "best" in r]
-    total = sum(weight.values())
-    saved = sum(weight.get(r["kernel"], 0.0) * (1.0 - 1.0 / r["speedup"]) for r in done)
     return {"selected_time_share": time_share(weight, [r["kernel"] for r in rows]),
             "measured_time_share": time_share(weight, [r["kernel"] for r in done]),
-            "triton_time_speedup": total / (total - saved) if total else None}
+            "triton_time_speedup": weighted_speedup(weight, {r["kernel"]: r["speedup"] for r in done})}
 
 
 def main(section: str, doc: str, argv: list[str] | None, walk_compiler=None) -> int:
