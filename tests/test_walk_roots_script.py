@@ -4,7 +4,6 @@ the run that rooted it; --refresh's empty `kept` writes the new entries alone.""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -13,15 +12,14 @@ import pytest
 
 pytest.importorskip("torch._inductor.runtime.triton_heuristics")
 
+from tests.benchmark_module import load_script
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _script():
-    sys.path.insert(0, str(ROOT / "scripts"))
-    spec = importlib.util.spec_from_file_location("make_walk_roots", ROOT / "scripts" / "make_walk_roots.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    sys.path.insert(0, str(ROOT / "scripts"))  # it imports its sibling scripts
+    return load_script("scripts/make_walk_roots.py")
 
 
 def test_a_second_run_keeps_recorded_roots_and_their_configs(tmp_path):
