@@ -100,3 +100,15 @@ def test_the_walk_from_coordinate_descent_is_judged_against_its_kernel(tmp_path)
     assert row["speedup"] == 1.0 and abs(row["with_coordesc"] - 1 / 0.72) < 1e-12
     s = walk_summary([row])
     assert abs(s["v3_on_coordesc"]["time_geomean"] - 1.25) < 1e-12 and s["v3_on_coordesc"]["faster"] == 1
+
+
+def test_a_part_recorded_before_its_kernel_had_a_walk_root_replays_without_one():
+    """make_walk_roots added the root later (`rooted`): the part, which walked nothing, replays so; a root
+    older than the part, one with no date, or a run that is not a replay keeps it."""
+    from chronos.search.knob_walk import root_as_recorded
+
+    entry = {"stock": {}, "rooted": "2026-12-06T23:02:56+00:00"}
+    assert root_as_recorded(entry, "2026-12-06T06:50:00.390438Z") is None
+    assert root_as_recorded(entry, "2026-12-07T00:00:00Z") is entry
+    assert root_as_recorded(entry, None) is entry and root_as_recorded({"stock": {}}, "2026-12-06T06:50Z")
+    assert root_as_recorded(None, "2026-12-06T06:50:00Z") is None

@@ -19,6 +19,7 @@ kernel and the end of the walk from it (its ratio against coordinate descent's k
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from chronos.errors import ChronosError
@@ -126,7 +127,7 @@ def walk_kernel(spec, folder: Path, prior: Variant | None, compiler, backend, ti
     if skipped := racy(spec, stock_ptx):
         return skipped
     stock = Variant(spec, stock_ptx, ())
-    entry = compiler.entry(spec)
+    entry = root_as_recorded(compiler.entry(spec), getattr(backend, "not_after", None))
     coordesc = coordesc_root(folder, spec)
     row: dict = {"kernel": spec.kernel, "walk_root": entry is not None,
                  "prior": list(prior.actions) if prior is not None else None}
@@ -142,6 +143,15 @@ def walk_kernel(spec, folder: Path, prior: Variant | None, compiler, backend, ti
     named = {"prior": prior, "walk": own, "coordesc": coordesc[1] if coordesc else None,
              "coordesc_walk": coordesc_end if coordesc and coordesc_end is not coordesc[1] else None}
     return {**row, **judged(spec, stock, named, backend, timing, min_gain)}
+
+
+def root_as_recorded(entry: dict | None, recorded_at: str | None) -> dict | None:
+    """The kernel's walk root, unless replay answers a part recorded before make_walk_roots added it
+    (`rooted` later than the part's `recorded_at`): that part walked nothing, and replays so."""
+    if entry is None or not recorded_at or not entry.get("rooted"):
+        return entry
+    rooted, recorded = (datetime.fromisoformat(t) for t in (entry["rooted"], recorded_at))  # 3.11 reads "Z"
+    return None if rooted > recorded else entry
 
 
 def _lineup(stock: Variant, named: dict[str, Variant | None]) -> tuple[list[Variant], dict[str, int]]:
