@@ -284,8 +284,14 @@ def graphed(phases: dict, sets: dict, anchors: dict, digests: dict) -> tuple[dic
 def deployed(hook: dict, configs: dict) -> str:
     """One line on what of the DB the tuned set runs: a run where nothing deployed times stock against
     stock, whatever its ratio, and says why per kernel (the hook's miss reasons)."""
+    from chronos.triton.hook import CONFIG_ALONE
+
     swapped, entries = hook.get("swapped", 0), hook.get("entries", 0)
     line = f"deployed: {swapped} PTX sets swapped ({entries} in the DB), {len(configs)} configs applied"
+    reasons = hook.get("reasons") or {}
+    alone = sorted(n for n, r in reasons.items() if r.startswith(CONFIG_ALONE) and n in configs)
+    if alone:  # a config+PTX winner whose PTX missed: the config ran alone, not the winner that was measured
+        line += f"; {len(alone)} of those configs ran without their PTX on top: {', '.join(alone)}"
     if swapped or configs:
         return line
     why = {name: one_line(r, 200) for name, r in (hook.get("reasons") or {}).items()}

@@ -27,6 +27,12 @@ def test_a_run_that_deployed_nothing_says_so_and_why():
     some = mod.deployed({**stale, "swapped": 4}, {})
     assert some == "deployed: 4 PTX sets swapped (7 in the DB), 0 configs applied"
     assert "NOTHING" not in mod.deployed(stale, {"triton_tem_fused_flex_attention_0": "num_warps=4"})
+    from chronos.triton.hook import CONFIG_ALONE
+
+    alone = {"swapped": 1, "entries": 3, "reasons": {"k": f"{CONFIG_ALONE} (num_warps=2); stale key: ..."}}
+    assert mod.deployed(alone, {"k": "{}, num_warps=2"}).endswith("1 of those configs ran without their "
+                                                                   "PTX on top: k")
+    assert "without" not in mod.deployed(alone, {})  # its config did not deploy: stock ran
 
 
 def _script():

@@ -39,6 +39,7 @@ from chronos.triton.tuned_db import Entry, TunedDB, TunedKey, content_hash, entr
 
 ENV_DB = "CHRONOS_TUNED"
 """Path of the tuned DB when enable() is given none."""
+CONFIG_ALONE = "its PTX on top of a tuned config missed: where that config deployed, it runs alone"
 ENV_KEEP_MISSED = "CHRONOS_KEEP_MISSED_PTX"
 """A folder: the stock PTX of each compile that missed an entry of its kernel's name (a stale key) goes
 there, to diff offline against the DB's root (why the PTX under a deployed config was not the one timed)."""
@@ -244,7 +245,9 @@ class _Session:
             return f"no entry for kernel {key.kernel}"
         nearest = min(same, key=lambda k: len(key.differences(k)))
         diff = key.differences(nearest)
-        return "stale key: " + "; ".join(f"{f} is {a!r} here, {b!r} in the DB" for f, (a, b) in diff.items())
+        stale = "stale key: " + "; ".join(f"{f} is {a!r} here, {b!r} in the DB" for f, (a, b) in diff.items())
+        label = nearest.triton_hash.removeprefix("config:")  # config_db keys PTX on a config by its label
+        return f"{CONFIG_ALONE} ({label}); {stale}" if label != nearest.triton_hash else stale
 
     def _record(self, outcome: str, name: str, reason: str) -> None:
         with self.lock:
