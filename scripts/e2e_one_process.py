@@ -16,7 +16,9 @@ reported as median, IQR and a bootstrap 95% CI over rounds. `--anchors max_autot
 tuners, each the workload built and compiled again with its options in the same process, take their turns
 too; per anchor stock / anchor and anchor / tuned (Chronos v3 over it). `--graphs`: each set and anchor
 times its CUDA graph of every phase (scripts/e2e_graphs.py: no host time between launches), each graph
-checked to replay its eager step's bits; outputs are hashed from one RNG state per phase. Status: ran on
+checked to replay its eager step's bits; outputs are hashed from one RNG state per phase. `--also NAME=DB`:
+more tuned sets, each with its own DB (e.g. `chronos tune --leave-out-actions`: the DB less a class of
+actions), timed beside the others, per set stock / it and tuned / it. Status: ran on
 an H100 (2026-12-05: flex 1.0088x, A/A 1.0012, reports/h200_runs/2026-12-05-h100; with the anchors, flex
 and bert, reports/h200_runs/2026-12-05b-h100); with --graphs and the anchors, all four workloads
 (2026-12-06, reports/h200_runs/2026-12-06d-h100: step intervals within +-0.6%).
