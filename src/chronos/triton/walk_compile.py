@@ -14,9 +14,12 @@ import gzip
 import json
 import multiprocessing
 import os
+import re
 import tempfile
 from pathlib import Path
 
+from chronos.errors import ChronosError
+from chronos.kernels.spec import read_ptx
 from chronos.search.knob_walk import Point
 from chronos.triton.walk_manifest import ManifestCompiler
 
@@ -51,7 +54,14 @@ class TritonCompiler(ManifestCompiler):
 
     def __init__(self, folder: Path, jobs: int | None = None, ptxas: str | None = None):
         super().__init__(folder)
+        # the ptxas the roots were remade under (its version decides the PTX `.version` Triton writes):
+        # without it Triton took its own, and every config compiled to PTX no deployment makes (2026-12-06)
+        ptxas = ptxas or self.manifest.get("provenance", {}).get("ptxas")
+        if ptxas and not Path(ptxas).is_file():
+            raise ChronosError(f"{folder / 'walk.json'}: its roots were remade under ptxas {ptxas}, not "
+                               "here: compile the walk on the image that made them (make_walk_roots.py)")
         self.scratch = Path(tempfile.mkdtemp(prefix="chronos-walk-"))
+        self.checked: set[str] = set()  # kernels whose stock config this compiler remade
         self.pool = cf.ProcessPoolExecutor(jobs or os.cpu_count() or 4,
                                            mp_context=multiprocessing.get_context("spawn"),
                                            initializer=init_worker, initargs=(ptxas, str(self.scratch)))
@@ -66,11 +76,22 @@ class TritonCompiler(ManifestCompiler):
     def compile(self, spec, entry: dict, points: list[Point]) -> None:
         if not points:
             return
-        module = self.scratch / f"{entry['stem']}.py"
+        # under the capture's file name: Triton writes it into every `.loc` comment of the PTX
+        module = self.scratch / entry["stem"] / source_name(read_ptx(self.folder / "specs.json", spec))
         if not module.is_file():
+            module.parent.mkdir(parents=True, exist_ok=True)
             module.write_text(self.source(entry))
         launches = self.launches[spec.ptx]
         root = {k: entry[k] for k in ("stock", "ident", "grid_checks")}
+        if spec.ptx not in self.checked:  # configs compiled where stock is not remade would never deploy
+            got = self.pool.submit(compile_point, str(module), entry["name"], root, launches,
+                                   {"label": "stock", **root["stock"]}).result()
+            if not got.get("same_as_stock"):
+                why = got.get("error") or "another PTX"
+                raise ChronosError(f"{spec.kernel}: the walk's compile of its stock config does not remake "
+                                   f"its stock PTX ({why}): check the ptxas and Triton this runs with "
+                                   "against walk.json's provenance")
+            self.checked.add(spec.ptx)
         jobs = {p.label: self.pool.submit(compile_point, str(module), entry["name"], root, launches,
                                           {"label": p.label, **p.to_json()}) for p in points}
         for label, fut in jobs.items():
@@ -85,6 +106,12 @@ class TritonCompiler(ManifestCompiler):
                 res["ptx"] = rel
             entry["configs"][label] = {k: v for k, v in res.items() if k not in ("label", "kwargs")}
         (self.folder / "walk.json").write_text(json.dumps(self.manifest, indent=1, sort_keys=True) + "\n")
+
+
+def source_name(stock_ptx: str) -> str:
+    """The file name of the module the stock PTX was made from (its `.file` directive), else module.py."""
+    m = re.search(r'^\s*\.file\s+\d+\s+"([^"]+)"', stock_ptx, re.MULTILINE)
+    return Path(m.group(1)).name if m else "module.py"
 
 
 def find_root(paths: list[str], name: str, ident: str, launches: dict, recorded: dict | None) -> dict:

@@ -264,6 +264,8 @@ def _put_winner(db, ctx: dict, row: dict, part: str, out: dict) -> str:
     if spec is None:
         return "not in the capture's specs"
     label, ptx_actions = winner
+    if label is not None and ptx_actions and (why := _root_unlike_stock(ctx, row, winner)):
+        return why  # its config alone was not the winner: nothing of it deploys
     if label is not None:
         why = _put_config(db, ctx, row, spec, ident, config_change(label), part)
         if why:
@@ -275,6 +277,33 @@ def _put_winner(db, ctx: dict, row: dict, part: str, out: dict) -> str:
             return why
         out["ptx_entries"] += 1
     return ""
+
+
+def _root_unlike_stock(ctx: dict, row: dict, winner: tuple) -> str:
+    """Why the PTX a config+PTX winner's entry is keyed by can never be what Triton makes at deployment, or
+    "": its root was compiled unlike the kernel's stock PTX (another PTX ISA `.version`, another module
+    file name in its `.loc` comments: stage knob_walk compiled configs so until 2026-12-06)."""
+    from chronos.kernels.spec import read_ptx
+
+    spec = ctx["spec_objs"][row["kernel"]]
+    root, _ = winner_ptx(ctx["folder"], spec, row["best"]["actions"])
+    why = unlike(root, read_ptx(ctx["folder"] / "specs.json", spec))
+    return (f"its config {winner[0]}'s PTX was compiled unlike its stock PTX ({why}): its PTX entry would "
+            "never be found at deployment, and the config alone was not the winner; compile the config "
+            "again (stage knob_walk --compile) and measure it") if why else ""
+
+
+def unlike(ptx: str, stock: str) -> str:
+    """How two PTX modules of one kernel differ in what their compile environment writes: the PTX ISA
+    `.version` and the module file named in `.loc` comments ("" where both agree)."""
+    def env(text: str) -> tuple[str, set[str]]:
+        version = re.search(r"^\.version\s+(\S+)", text, re.MULTILINE)
+        return (version.group(1) if version else "?"), set(re.findall(r"//\s*([^\s:/]+\.py):\d", text))
+
+    (v1, f1), (v2, f2) = env(ptx), env(stock)
+    said = [f".version {v1} where stock has {v2}"] if v1 != v2 else []
+    said += [f"source {sorted(f1)} where stock names {sorted(f2)}"] if f1 != f2 else []
+    return "; ".join(said)
 
 
 def _put_config(db, ctx: dict, row: dict, spec: dict, ident: dict, change: dict, part: str) -> str:
