@@ -264,6 +264,9 @@ def _put_winner(db, ctx: dict, row: dict, part: str, out: dict) -> str:
     if spec is None:
         return "not in the capture's specs"
     label, ptx_actions = winner
+    if label is not None and "maxnreg" in config_change(label) and not ident.get("qualname"):
+        return (f"its config {label} sets maxnreg, which Inductor's autotuner does not pass to Triton "
+                "(_create_compile_options): it would compile as stock (bert, 2026-12-06: stock's PTX ran)")
     if label is not None and ptx_actions and (why := _root_unlike_stock(ctx, row, winner)):
         return why  # its config alone was not the winner: nothing of it deploys
     if label is not None:
