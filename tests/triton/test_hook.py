@@ -124,7 +124,7 @@ def test_a_stale_key_s_stock_ptx_is_kept_where_asked_to_diff_against_the_db_s_ro
     assert len(list(kept.iterdir())) == 1  # "no entry for kernel other_kernel": nothing to diff
 
 
-def test_a_miss_of_ptx_keyed_by_a_config_says_that_config_runs_alone(env, stock):
+def test_a_miss_of_ptx_keyed_by_a_config_says_that_config_runs_alone(env, stock, monkeypatch):
     """An entry whose actions sit on a tuned config is keyed `config:<label>` with the PTX that config makes;
     a compile whose PTX is not that root misses, and the reason says the config (if deployed) runs alone."""
     other = compile_add(block=256)  # stands for the PTX the config made where it was measured
@@ -132,10 +132,12 @@ def test_a_miss_of_ptx_keyed_by_a_config_says_that_config_runs_alone(env, stock)
                    ptxas=hook.triton_ptxas_version(90))
     with TunedDB(env / "c.sqlite") as db:
         db.put(key, ACTIONS, tune(other.asm["ptx"]), 0.8, (0.75, 0.85), {"bit_exact": True}, {})
+    monkeypatch.setenv(hook.ENV_KEEP_MISSED, str(env / "missed"))
     ct.enable(env / "c.sqlite")
     assert compile_add(block=64).asm["ptx"] != tune(other.asm["ptx"])
     why = ct.stats()["reasons"]["add_kernel"]
     assert why.startswith(hook.CONFIG_ALONE + " (num_warps=8); stale key: ") and "stock_ptx_sha256" in why
+    assert [p.name.split("-")[0] for p in (env / "missed").iterdir()] == ["add_kernel"]  # kept to diff
 
 
 def test_another_triton_hash_over_the_same_stock_ptx_still_swaps_and_says_so(env, stock):

@@ -39,6 +39,7 @@ from chronos.triton.tuned_db import Entry, TunedDB, TunedKey, content_hash, entr
 
 ENV_DB = "CHRONOS_TUNED"
 """Path of the tuned DB when enable() is given none."""
+CONFIG_KEY = "config:"  # a PTX entry on a tuned config is keyed config:<label> (no compile hash offline)
 CONFIG_ALONE = "its PTX on top of a tuned config missed: where that config deployed, it runs alone"
 ENV_KEEP_MISSED = "CHRONOS_KEEP_MISSED_PTX"
 """A folder: the stock PTX of each compile that missed an entry of its kernel's name (a stale key) goes
@@ -207,7 +208,7 @@ class _Session:
         if entry is None:
             why = self._why_missed(key)
             self._record("missed", key.kernel, why)
-            if why.startswith("stale key") and (folder := os.environ.get(ENV_KEEP_MISSED)):
+            if "stale key: " in why and (folder := os.environ.get(ENV_KEEP_MISSED)):  # one of its name
                 keep_missed(Path(folder), key, stock_ptx)
             return stock_ptx
         try:
@@ -246,7 +247,7 @@ class _Session:
         nearest = min(same, key=lambda k: len(key.differences(k)))
         diff = key.differences(nearest)
         stale = "stale key: " + "; ".join(f"{f} is {a!r} here, {b!r} in the DB" for f, (a, b) in diff.items())
-        label = nearest.triton_hash.removeprefix("config:")  # config_db keys PTX on a config by its label
+        label = nearest.triton_hash.removeprefix(CONFIG_KEY)
         return f"{CONFIG_ALONE} ({label}); {stale}" if label != nearest.triton_hash else stale
 
     def _record(self, outcome: str, name: str, reason: str) -> None:

@@ -332,13 +332,14 @@ def _put_config(db, ctx: dict, row: dict, spec: dict, ident: dict, change: dict,
 def _put_ptx(db, ctx: dict, row: dict, ident: dict, winner: tuple[str | None, list[str]], part: str) -> str:
     """The winner's PTX actions, keyed by the PTX its config makes (Triton's hash where stock is the root;
     a config's compile hash is unknown offline: "config:<label>", and the code key finds it)."""
+    from chronos.triton.hook import CONFIG_KEY
     from chronos.triton.tuned_db import entry_names, make_key
 
     label, ptx_actions = winner
     spec = ctx["spec_objs"][row["kernel"]]
     best, prov = row["best"], row.get("provenance", {})
     name = ident.get("name")
-    triton_hash = ident.get("hash") if label is None else f"config:{label}"
+    triton_hash = ident.get("hash") if label is None else f"{CONFIG_KEY}{label}"
     if not (name and triton_hash):
         return "no Triton identity (name, compile hash) in triton.json"
     if missing := [k for k in ("gpu", "driver", "ptxas") if not prov.get(k)]:
