@@ -296,7 +296,7 @@ def deployed(hook: dict, configs: dict) -> str:
         line += f"; {len(alone)} of those configs ran without their PTX on top: {', '.join(alone)}"
     if swapped or configs:
         return line
-    why = {name: one_line(r, 200) for name, r in (hook.get("reasons") or {}).items()}
+    why = {name: one_line(r, 200) for name, r in reasons.items()}
     return f"{line}; NOTHING deployed: the tuned set ran stock's kernels; why: {json.dumps(why)}"
 
 

@@ -61,7 +61,7 @@ class TritonCompiler(ManifestCompiler):
             raise ChronosError(f"{folder / 'walk.json'}: its roots were remade under ptxas {ptxas}, not "
                                "here: compile the walk on the image that made them (make_walk_roots.py)")
         self.scratch = Path(tempfile.mkdtemp(prefix="chronos-walk-"))
-        self.checked: set[str] = set()  # kernels whose stock config this compiler remade
+        self.modules: dict[str, Path] = {}  # stock PTX -> its module here, once its stock config is remade
         self.pool = cf.ProcessPoolExecutor(jobs or os.cpu_count() or 4,
                                            mp_context=multiprocessing.get_context("spawn"),
                                            initializer=init_worker, initargs=(ptxas, str(self.scratch)))
@@ -76,22 +76,9 @@ class TritonCompiler(ManifestCompiler):
     def compile(self, spec, entry: dict, points: list[Point]) -> None:
         if not points:
             return
-        # under the capture's file name: Triton writes it into every `.loc` comment of the PTX
-        module = self.scratch / entry["stem"] / source_name(read_ptx(self.folder / "specs.json", spec))
-        if not module.is_file():
-            module.parent.mkdir(parents=True, exist_ok=True)
-            module.write_text(self.source(entry))
         launches = self.launches[spec.ptx]
         root = {k: entry[k] for k in ("stock", "ident", "grid_checks")}
-        if spec.ptx not in self.checked:  # configs compiled where stock is not remade would never deploy
-            got = self.pool.submit(compile_point, str(module), entry["name"], root, launches,
-                                   {"label": "stock", **root["stock"]}).result()
-            if not got.get("same_as_stock"):
-                why = got.get("error") or "another PTX"
-                raise ChronosError(f"{spec.kernel}: the walk's compile of its stock config does not remake "
-                                   f"its stock PTX ({why}): check the ptxas and Triton this runs with "
-                                   "against walk.json's provenance")
-            self.checked.add(spec.ptx)
+        module = self.modules.get(spec.ptx) or self._module(spec, entry, root, launches)
         jobs = {p.label: self.pool.submit(compile_point, str(module), entry["name"], root, launches,
                                           {"label": p.label, **p.to_json()}) for p in points}
         for label, fut in jobs.items():
@@ -106,6 +93,23 @@ class TritonCompiler(ManifestCompiler):
                 res["ptx"] = rel
             entry["configs"][label] = {k: v for k, v in res.items() if k not in ("label", "kwargs")}
         (self.folder / "walk.json").write_text(json.dumps(self.manifest, indent=1, sort_keys=True) + "\n")
+
+    def _module(self, spec, entry: dict, root: dict, launches: dict) -> Path:
+        """The kernel's module, written under the capture's file name (Triton writes it into every `.loc`
+        comment of the PTX), once its stock config is seen to remake the stock PTX here: configs compiled
+        where stock is not remade would never deploy."""
+        module = self.scratch / entry["stem"] / source_name(read_ptx(self.folder / "specs.json", spec))
+        module.parent.mkdir(parents=True, exist_ok=True)
+        module.write_text(self.source(entry))
+        got = self.pool.submit(compile_point, str(module), entry["name"], root, launches,
+                               {"label": "stock", **root["stock"]}).result()
+        if not got.get("same_as_stock"):
+            why = got.get("error") or "another PTX"
+            raise ChronosError(f"{spec.kernel}: the walk's compile of its stock config does not remake its "
+                               f"stock PTX ({why}): check the ptxas and Triton this runs with against "
+                               "walk.json's provenance")
+        self.modules[spec.ptx] = module
+        return module
 
 
 def source_name(stock_ptx: str) -> str:

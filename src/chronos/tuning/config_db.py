@@ -264,34 +264,37 @@ def _put_winner(db, ctx: dict, row: dict, part: str, out: dict) -> str:
     if spec is None:
         return "not in the capture's specs"
     label, ptx_actions = winner
-    if label is not None and "maxnreg" in config_change(label) and not ident.get("qualname"):
+    change = config_change(label) if label is not None else None
+    if change is not None and "maxnreg" in change and not ident.get("qualname"):
         return (f"its config {label} sets maxnreg, which Inductor's autotuner does not pass to Triton "
                 "(_create_compile_options): it would compile as stock (bert, 2026-12-06: stock's PTX ran)")
-    if label is not None and ptx_actions and (why := _root_unlike_stock(ctx, row, winner)):
-        return why  # its config alone was not the winner: nothing of it deploys
-    if label is not None:
-        why = _put_config(db, ctx, row, spec, ident, config_change(label), part)
+    made = None  # (root, tuned PTX), made once for a config+PTX winner
+    if change is not None and ptx_actions:
+        made = winner_ptx(ctx["folder"], ctx["spec_objs"][row["kernel"]], row["best"]["actions"])
+        if why := _root_unlike_stock(ctx, row, label, made[0]):
+            return why  # its config alone was not the winner: nothing of it deploys
+    if change is not None:
+        why = _put_config(db, ctx, row, spec, ident, change, part)
         if why:
             return why
         out["entries"] += 1
     if ptx_actions:
-        why = _put_ptx(db, ctx, row, ident, (label, ptx_actions), part)
+        why = _put_ptx(db, ctx, row, ident, (label, ptx_actions), part, made)
         if why:
             return why
         out["ptx_entries"] += 1
     return ""
 
 
-def _root_unlike_stock(ctx: dict, row: dict, winner: tuple) -> str:
-    """Why the PTX a config+PTX winner's entry is keyed by can never be what Triton makes at deployment, or
-    "": its root was compiled unlike the kernel's stock PTX (another PTX ISA `.version`, another module
-    file name in its `.loc` comments: stage knob_walk compiled configs so until 2026-12-06)."""
+def _root_unlike_stock(ctx: dict, row: dict, label: str, root: str) -> str:
+    """Why the PTX a config+PTX winner's entry is keyed by (`root`: the PTX its config `label` makes) can
+    never be what Triton makes at deployment, or "": it was compiled unlike the kernel's stock PTX (another
+    PTX ISA `.version`, another module file name in its `.loc` comments: stage knob_walk compiled configs so
+    until 2026-12-06)."""
     from chronos.kernels.spec import read_ptx
 
-    spec = ctx["spec_objs"][row["kernel"]]
-    root, _ = winner_ptx(ctx["folder"], spec, row["best"]["actions"])
-    why = unlike(root, read_ptx(ctx["folder"] / "specs.json", spec))
-    return (f"its config {winner[0]}'s PTX was compiled unlike its stock PTX ({why}): its PTX entry would "
+    why = unlike(root, read_ptx(ctx["folder"] / "specs.json", ctx["spec_objs"][row["kernel"]]))
+    return (f"its config {label}'s PTX was compiled unlike its stock PTX ({why}): its PTX entry would "
             "never be found at deployment, and the config alone was not the winner; compile the config "
             "again (stage knob_walk --compile) and measure it") if why else ""
 
@@ -329,9 +332,11 @@ def _put_config(db, ctx: dict, row: dict, spec: dict, ident: dict, change: dict,
     return ""
 
 
-def _put_ptx(db, ctx: dict, row: dict, ident: dict, winner: tuple[str | None, list[str]], part: str) -> str:
+def _put_ptx(db, ctx: dict, row: dict, ident: dict, winner: tuple[str | None, list[str]], part: str,
+             made: tuple[str, str] | None = None) -> str:
     """The winner's PTX actions, keyed by the PTX its config makes (Triton's hash where stock is the root;
-    a config's compile hash is unknown offline: "config:<label>", and the code key finds it)."""
+    a config's compile hash is unknown offline: "config:<label>", and the code key finds it). `made`: its
+    (root, tuned PTX) where _put_winner made them already."""
     from chronos.triton.hook import CONFIG_KEY
     from chronos.triton.tuned_db import entry_names, make_key
 
@@ -344,7 +349,7 @@ def _put_ptx(db, ctx: dict, row: dict, ident: dict, winner: tuple[str | None, li
         return "no Triton identity (name, compile hash) in triton.json"
     if missing := [k for k in ("gpu", "driver", "ptxas") if not prov.get(k)]:
         return f"its part's provenance lacks {missing}"
-    root, tuned = winner_ptx(ctx["folder"], spec, best["actions"])
+    root, tuned = made or winner_ptx(ctx["folder"], spec, best["actions"])
     if entry_names(tuned) != [name]:
         return f"its PTX defines {entry_names(tuned)}, not {name}"
     key = make_key(triton_hash, root, name, gpu=prov["gpu"], driver=prov["driver"], ptxas=prov["ptxas"])
