@@ -266,8 +266,7 @@ def _put_winner(db, ctx: dict, row: dict, part: str, out: dict) -> str:
     label, ptx_actions = winner
     change = config_change(label) if label is not None else None
     if change is not None and "maxnreg" in change and not ident.get("qualname"):
-        return (f"its config {label} sets maxnreg, which Inductor's autotuner does not pass to Triton "
-                "(_create_compile_options): it would compile as stock (bert, 2026-12-06: stock's PTX ran)")
+        return _put_maxnreg_as_ptx(db, ctx, row, ident, (label, ptx_actions), part, out)
     made = None  # (root, tuned PTX), made once for a config+PTX winner
     if change is not None and ptx_actions:
         made = winner_ptx(ctx["folder"], ctx["spec_objs"][row["kernel"]], row["best"]["actions"])
@@ -284,6 +283,37 @@ def _put_winner(db, ctx: dict, row: dict, part: str, out: dict) -> str:
             return why
         out["ptx_entries"] += 1
     return ""
+
+
+def _put_maxnreg_as_ptx(db, ctx: dict, row: dict, ident: dict, winner: tuple[str, list[str]], part: str,
+                        out: dict) -> str:
+    """An Inductor kernel's `maxnreg=N` winner as the PTX entry it equals. Inductor's autotuner never passes
+    a config's maxnreg to Triton (_create_compile_options: under it stock's PTX ran, bert 2026-12-06), and
+    Triton's maxnreg only writes `.maxnreg N` on the entry (ttg.maxnreg; every census variant of bert, gpt2
+    and llama differs from stock by that line alone): the measured PTX is stock's with the register-budget
+    action maxnreg_N first, then the winner's PTX actions, an entry keyed by stock's PTX, checked to remake
+    exactly what was measured."""
+    from chronos.actions import V2
+    from chronos.kernels.spec import read_ptx
+    from chronos.triton.rederive import derive
+    from chronos.triton.tuned_db import ptx_identity_sha256
+
+    label, ptx_actions = winner
+    change = config_change(label) or {}
+    budget = f"maxnreg_{change.get('maxnreg')}"
+    if set(change) != {"maxnreg", "kwargs"} or change["kwargs"] or budget not in V2.index:
+        return (f"its config {label} sets maxnreg, which Inductor's autotuner does not pass to Triton "
+                "(_create_compile_options), and no register-budget PTX action (maxnreg_32/64/128/255) alone "
+                "makes its PTX: it would compile as stock")
+    spec = ctx["spec_objs"][row["kernel"]]
+    stock, (_, measured) = read_ptx(ctx["folder"] / "specs.json", spec), winner_ptx(
+        ctx["folder"], spec, row["best"]["actions"])
+    actions = [budget, *ptx_actions]
+    if ptx_identity_sha256(derive(stock, actions, dict(spec.alignment))) != ptx_identity_sha256(measured):
+        return f"its config {label} is not stock's PTX with {budget} ({'+'.join(actions)} makes other PTX)"
+    why = _put_ptx(db, ctx, row, ident, (None, actions), part, (stock, measured), config=label)
+    out["ptx_entries"] += not why
+    return why
 
 
 def _root_unlike_stock(ctx: dict, row: dict, label: str, root: str) -> str:
@@ -333,10 +363,11 @@ def _put_config(db, ctx: dict, row: dict, spec: dict, ident: dict, change: dict,
 
 
 def _put_ptx(db, ctx: dict, row: dict, ident: dict, winner: tuple[str | None, list[str]], part: str,
-             made: tuple[str, str] | None = None) -> str:
+             made: tuple[str, str] | None = None, config: str | None = None) -> str:
     """The winner's PTX actions, keyed by the PTX its config makes (Triton's hash where stock is the root;
     a config's compile hash is unknown offline: "config:<label>", and the code key finds it). `made`: its
-    (root, tuned PTX) where _put_winner made them already."""
+    (root, tuned PTX) where _put_winner made them already; `config`: the config label the entry stands for
+    where its PTX actions replace it (_put_maxnreg_as_ptx)."""
     from chronos.triton.hook import CONFIG_KEY
     from chronos.triton.tuned_db import entry_names, make_key
 
@@ -354,6 +385,6 @@ def _put_ptx(db, ctx: dict, row: dict, ident: dict, winner: tuple[str | None, li
         return f"its PTX defines {entry_names(tuned)}, not {name}"
     key = make_key(triton_hash, root, name, gpu=prov["gpu"], driver=prov["driver"], ptxas=prov["ptxas"])
     db.put(key, ptx_actions, tuned, best["ratio"], tuple(best["ci"]),
-           {"bit_exact": True, "verdict": best["verdict"], "config": label},
+           {"bit_exact": True, "verdict": best["verdict"], "config": label or config},
            {"kernel": row["kernel"], "part": part, "alignment": dict(spec.alignment)})
     return ""
