@@ -77,3 +77,19 @@ def test_step_bounds_weigh_each_kernel_by_its_gpu_time_and_put_it_into_the_profi
     assert got["triton_bound"] == pytest.approx(10 / (4 + 1 + 1))  # c at the largest best, 2.0
     assert got["step_best"] == pytest.approx(1 / (1 - 0.5 * (1 - 7 / 10)))
     assert got["step_bound"] > got["step_best"] > got["step_reached"] > 1.0
+
+
+def test_the_deployed_column_counts_only_the_kernels_whose_winner_the_v3_db_holds():
+    """On the committed bert parts: a maxnreg=255 winner (deployed as the PTX entry it equals) counts, the
+    maxnreg=168 one (no register-budget action makes its PTX) and kernels without a winner do not."""
+    pytest.importorskip("torch")
+    mod = _script()
+    ships = mod.deployed(ROOT / "data/kernels", "captured/bert", ROOT / "data")
+    parts = {p.stem for p in (ROOT / "data/knob_walk/captured/bert").glob("*.json")}
+    assert ships and ships < parts | {p.stem for p in (ROOT / "data/knob_ptx/captured/bert").glob("*.json")}
+    by_stem = {k.rsplit("_", 1)[0]: k for k in parts}
+    maxnreg_255 = by_stem["triton_per_fused_add_native_dropout_backward_native_layer_norm_native_layer_norm_"
+                          "backward_view_14_69ed5ddb"]
+    assert maxnreg_255 in ships
+    assert by_stem["triton_red_fused_gelu_gelu_backward_sum_view_12_8ef2c6ba"] not in ships
+    assert mod.deployed(ROOT / "data/kernels", "captured/none", ROOT / "data") is None

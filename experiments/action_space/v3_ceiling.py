@@ -23,6 +23,9 @@ measured speedup to its weight (the others at 1.0), `triton_bound` also gives ev
 measured the workload's largest best-measured speedup (an optimistic guess for what is unmeasured); the
 `step_*` columns put each into the profile's Triton share of the step's GPU time (Amdahl, every phase
 together): an upper bound of the step, since the step's wall time is at least its GPU time.
+`triton_deployed` / `step_deployed`: `reached` of only the kernels whose winner Chronos v3's DB deploys
+(chronos.tuning.config_db.write_configs, as `chronos tune --merge-only --configs-from` writes it; the others
+at 1.0): what the end-to-end step can show at most (scripts/e2e_one_process.py measures it).
 
     python experiments/action_space/v3_ceiling.py [--reports reports] [--kernels] [--steps]
 """
@@ -94,7 +97,22 @@ def triton_share(folder: Path) -> float | None:
     return sum(p["triton_us"] for p in phases) / total if total else None
 
 
-def step_bounds(ceilings: dict, kernels: Path) -> dict[str, dict]:
+def deployed(kernels: Path, family: str, parts_root: Path) -> set[str] | None:
+    """The kernels whose winner the v3 DB deploys (a kernel another shape's entry serves included), or None
+    where the workload has no knob parts."""
+    import tempfile
+
+    from chronos.tuning.config_db import latest_parts, write_configs
+
+    parts = latest_parts([parts_root / stage / family for stage in reversed(LATEST[:3])])
+    if not parts:
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        got = write_configs(kernels / family, parts, Path(tmp) / "v3.sqlite")
+    return {json.loads(p.read_text())["kernel"] for p in parts} - set(got["left_out"])
+
+
+def step_bounds(ceilings: dict, kernels: Path, parts_root: Path | None = None) -> dict[str, dict]:
     """Per workload: the Triton time and step speedups the measured kernels' numbers allow at most."""
     sys.path.insert(0, str(ROOT / "src"))
     from chronos.kernels.profile import measured_gpu_ms, weighted_speedup
@@ -111,16 +129,22 @@ def step_bounds(ceilings: dict, kernels: Path) -> dict[str, dict]:
                "triton_reached": weighted_speedup(weight, reached),
                "triton_best": weighted_speedup(weight, best),
                "triton_bound": weighted_speedup(weight, best, max(best.values()))}
+        ships = deployed(kernels, family, parts_root) if parts_root else None
+        row["triton_deployed"] = (weighted_speedup(weight, {k: r for k, r in reached.items() if k in ships})
+                                  if ships is not None else None)
         share = triton_share(kernels / family)
-        for k in ("reached", "best", "bound"):
+        for k in ("reached", "best", "bound", "deployed"):
+            if row[f"triton_{k}"] is None:
+                row[f"step_{k}"] = None
+                continue
             row[f"step_{k}"] = amdahl_bound(share, row[f"triton_{k}"]) if share is not None else None
         out[family] = {"triton_share": share, **row}
     return out
 
 
 def print_steps(bounds: dict[str, dict]) -> None:
-    cols = ("triton_share", "measured_share", "triton_reached", "triton_best", "triton_bound", "step_reached",
-            "step_best", "step_bound")
+    cols = ("triton_share", "measured_share", "triton_reached", "triton_best", "triton_bound",
+            "triton_deployed", "step_reached", "step_best", "step_bound", "step_deployed")
     print(f"{'workload':26} " + " ".join(f"{c:>14}" for c in cols))
     for family, b in bounds.items():
         print(f"{family:26} " + " ".join(f"{b[c]:14.4f}" if b[c] is not None else f"{'-':>14}" for c in cols))
@@ -132,6 +156,8 @@ def main() -> int:
     p.add_argument("--kernels", action="store_true", help="print every kernel's numbers too")
     p.add_argument("--steps", action="store_true", help="and what they give each workload's step at most")
     p.add_argument("--captured", type=Path, default=ROOT / "data" / "kernels", help="(--steps) the kernels")
+    p.add_argument("--parts", type=Path, default=ROOT / "data",
+                   help="(--steps) the knob stages' parts (<parts>/knob_walk/captured/<w>/...)")
     args = p.parse_args()
     ceilings = kernel_ceilings(args.reports)
     if args.kernels:
@@ -142,7 +168,7 @@ def main() -> int:
         print(f"{family:26} {s['kernels']:7}  {s['reached']:.4f}   {s['best_measured']:.4f}         "
               f"{s['product_bound']:.4f}")
     if args.steps:
-        print_steps(step_bounds(ceilings, args.captured))
+        print_steps(step_bounds(ceilings, args.captured, args.parts))
     return 0
 
 
