@@ -84,6 +84,12 @@ fi
 STAMP=$(mktemp); touch "$STAMP"; sleep 1  # files newer than this come back
 
 pack() {  # what the targets wrote so far, in one archive (the device brings back few files)
+  # a target cut off by its LIMIT leaves its store's rows in the -wal file, which is not packed: fold them
+  # into the store first (2026-12-07: a walk cut off so came back with its parts but none of its comparisons)
+  local wal; for wal in $(find data -name '*.sqlite-wal' -newer "$STAMP"); do
+    python3 -c 'import sqlite3, sys; sqlite3.connect(sys.argv[1]).execute("PRAGMA wal_checkpoint(TRUNCATE)")' \
+      "${wal%-wal}" || echo "could not fold $wal into its store"
+  done
   find data reports models -type f -newer "$STAMP" ! -path '*/__pycache__/*' ! -name '*.pyc' \
     ! -name '*-wal' ! -name '*-shm' > "$LOGS/written.txt"
   rm -f "$OUT"/result.tgz*

@@ -1,6 +1,7 @@
-"""scripts/clear_unlike_walks.py on a copy of the committed bert data: it finds the kernels whose confirmed
-winner puts PTX actions on a walk config compiled unlike stock (the ones the v3 DB leaves out), drops their
-compiled configs (PTX files too; the root stays) and the knob_walk parts of their PTX, and nothing else."""
+"""scripts/clear_unlike_walks.py on a copy of the committed bert data: no confirmed winner puts PTX actions
+on a walk config compiled unlike stock any more (2026-12-07 cleared those); with --all it finds the kernels
+with any such config, drops their compiled configs (PTX files too; the root stays) and the knob_walk parts
+of their PTX, and nothing else."""
 
 from __future__ import annotations
 
@@ -20,11 +21,12 @@ def _copy(tmp_path: Path, w: str) -> Path:
     return tmp_path
 
 
-def test_only_the_unlike_walks_of_db_left_out_winners_are_cleared(tmp_path):
+def test_the_walks_compiled_unlike_stock_are_cleared_and_nothing_else(tmp_path):
     mod = load_script("scripts/clear_unlike_walks.py")
     root = _copy(tmp_path, "bert")
-    stems = mod.stems_to_clear(root, "bert", everything=False)
-    assert "triton_poi_fused_gelu_view_3_03742394" in stems and all(stems.values())
+    assert mod.stems_to_clear(root, "bert", everything=False) == {}  # the DB leaves no winner out for it
+    stems = mod.stems_to_clear(root, "bert", everything=True)
+    assert stems and all(stems.values())
     walk = root / "data/kernels/captured/bert"
     before = json.loads((walk / "walk.json").read_text())["kernels"]
     parts_before = sorted(p.name for p in (root / "data/knob_walk/captured/bert").glob("*.json"))
@@ -39,4 +41,4 @@ def test_only_the_unlike_walks_of_db_left_out_winners_are_cleared(tmp_path):
             assert entry == before[ptx]
     left = sorted(p.name for p in (root / "data/knob_walk/captured/bert").glob("*.json"))
     assert left == sorted(set(parts_before) - {p.name for p in removed})
-    assert mod.stems_to_clear(root, "bert", everything=False) == {}  # a second run finds nothing
+    assert mod.stems_to_clear(root, "bert", everything=True) == {}  # a second run finds nothing
