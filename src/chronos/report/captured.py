@@ -74,7 +74,7 @@ def workload_summary(d: Path, replay: dict | None = None) -> dict:
     if (d / "e2e-one-process.json").is_file():
         one = read_json(d / "e2e-one-process.json", "end-to-end result")
         out["e2e_one_process"] = one_process_summary(one)
-        if "anchors" in one:  # Inductor's tuners took turns in this run too: it is the anchors' as well
+        if one.get("anchors"):  # Inductor's tuners took turns in this run too: it is the anchors' as well
             out["e2e_anchors"] = out["e2e_one_process"]
     if "e2e_anchors" not in out and (d / "e2e-anchors.json").is_file():  # an anchors run of its own
         out["e2e_anchors"] = one_process_summary(read_json(d / "e2e-anchors.json", "end-to-end result"))
