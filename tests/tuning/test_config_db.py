@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -176,11 +177,8 @@ def test_flex_s_row_block_winners_enter_the_db_as_configs_with_their_ptx_on_the_
     assert got["ptx_entries"] >= 2  # reorder_lf and st_l1_evict_first on the edited templates' PTX
 
 
-def test_a_walk_s_end_deploys_as_its_whole_config_with_its_ptx_on_the_walk_s_own_variant(tmp_path):
-    from chronos.kernels.spec import load_specs
-    from chronos.search.knob_ptx import on_top
-    from chronos.triton.tuned_db import ptx_identity_sha256
-    from chronos.tuning.config_db import latest_parts, winner_ptx
+def test_a_walk_s_end_deploys_as_its_whole_config(tmp_path):
+    from chronos.tuning.config_db import latest_parts
 
     assert config_change("walk:NUM_STAGES=4,XBLOCK=16,num_warps=1,num_stages=1") == {
         "kwargs": {"NUM_STAGES": 4, "XBLOCK": 16}, "num_warps": 1, "num_stages": 1}
@@ -193,32 +191,33 @@ def test_a_walk_s_end_deploys_as_its_whole_config_with_its_ptx_on_the_walk_s_own
     assert len(walked) >= 2 and all(p.parent == stages[-1] for p in walked)
     db = tmp_path / "tuned.sqlite"
     got = write_configs(bert, walked, db)
-    # the committed walk compiled its configs under Triton's own ptxas and a module file of its own naming
-    # (PTX .version 8.7, `.loc` comments naming <stem>.py), unlike the capture: a winner with PTX on top of
-    # such a config is left out whole (its PTX entry would never be found; its config alone did not win)
-    with_ptx = {json.loads(p.read_text())["kernel"] for p in walked
-                if len(json.loads(p.read_text())["best"]["actions"]) > 1}
-    assert with_ptx and set(got["left_out"]) == with_ptx and got["ptx_entries"] == 0
-    assert all(".version 8.7 where stock has 9.0" in got["left_out"][k] for k in with_ptx)
-    assert got["entries"] == len(walked) - len(with_ptx) > 0
+    # 2026-12-07 cleared the walks whose winner put PTX on a config compiled unlike stock: none is left
+    assert all(len(json.loads(p.read_text())["best"]["actions"]) == 1 for p in walked)
+    assert got["left_out"] == {} and got["entries"] == len(walked) and got["ptx_entries"] == 0
     with TunedDB(db) as d:
         entries = {e.provenance["kernel"]: e for e in config_entries(d)}
-    specs = {s.kernel: s for s in load_specs(bert / "specs.json")}
     for p in walked:
         row = json.loads(p.read_text())
-        label, *ptx = row["best"]["actions"]
-        root, tuned = winner_ptx(bert, specs[row["kernel"]], row["best"]["actions"])
-        if row["kernel"] not in with_ptx:
-            e = entries[row["kernel"]]
-            change = config_change(label)
-            assert e.tuned.kwargs == change["kwargs"] and e.tuned.kwargs.keys() == e.stock.kwargs.keys()
-            assert (e.tuned.num_warps, e.tuned.num_stages) == (change["num_warps"], change["num_stages"])
-            assert e.stock != e.tuned and e.verification["bit_exact"] and e.ratio == row["best"]["ratio"]
-        else:  # the PTX on top is the variant the walk timed: its end with those actions
-            from chronos.kernels.variant import Variant
-            end = Variant(specs[row["kernel"]], root, (label,))
-            timed = next(v for v in on_top(specs[row["kernel"]], end) if list(v.actions) == [label, *ptx])
-            assert ptx_identity_sha256(timed.ptx) == ptx_identity_sha256(tuned)
+        e, change = entries[row["kernel"]], config_change(row["best"]["actions"][0])
+        assert e.tuned.kwargs == change["kwargs"] and e.tuned.kwargs.keys() == e.stock.kwargs.keys()
+        assert (e.tuned.num_warps, e.tuned.num_stages) == (change["num_warps"], change["num_stages"])
+        assert e.stock != e.tuned and e.verification["bit_exact"] and e.ratio == row["best"]["ratio"]
+
+
+def test_a_root_compiled_unlike_stock_is_told_by_its_ptx_version_and_module_name():
+    """What the walk compiled until 2026-12-06 (Triton's own ptxas: PTX .version 8.7; `.loc` comments naming
+    a module file of its own) against the capture's stock PTX: both differences named, none for stock."""
+    from chronos.kernels.spec import load_specs, read_ptx
+    from chronos.tuning.config_db import unlike
+
+    bert = ROOT / "data" / "kernels" / "captured" / "bert"
+    spec = load_specs(bert / "specs.json")[0]
+    stock = read_ptx(bert / "specs.json", spec)
+    module = re.search(r"//\s*([^\s:/]+\.py):\d", stock).group(1)
+    other = re.sub(r"^\.version\s+\S+", ".version 8.7", stock, flags=re.MULTILINE).replace(module, "k.py")
+    assert unlike(stock, stock) == ""
+    said = unlike(other, stock)
+    assert ".version 8.7 where stock has 9.0" in said and "'k.py'" in said and f"'{module}'" in said
 
 
 def test_a_part_timed_with_another_ptxas_than_the_kernel_deploys_with_is_left_out(tmp_path):
