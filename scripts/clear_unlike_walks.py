@@ -86,6 +86,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dry-run", action="store_true")
     args = p.parse_args(argv)
     for w in args.workloads:
+        if not (args.root / "data/kernels/captured" / w / "walk.json").is_file():
+            print(f"{w}: no walk.json under {args.root / 'data/kernels/captured' / w}: nothing to clear "
+                  "(scripts/make_walk_roots.py writes it)", file=sys.stderr)
+            return 2
         stems = stems_to_clear(args.root, w, args.all)
         for stem, labels in sorted(stems.items()):
             print(f"{w}: {stem}: {len(labels)} configs compiled unlike stock")
