@@ -16,7 +16,7 @@ from chronos.triton.walk_manifest import ManifestCompiler
 
 ROOT = Path(__file__).resolve().parents[2]
 BERT = ROOT / "data" / "kernels" / "captured" / "bert"
-KERNEL = "triton_per_fused_gelu_gelu_backward_sum_view_8_d8c9ba34_b16307"
+KERNEL = "triton_per_fused_gelu_native_layer_norm_native_layer_norm_backward_view_6_086e135b_eb1f87"
 PART = ROOT / "data" / "knob_walk" / "captured" / "bert" / f"{KERNEL}.json"
 
 
