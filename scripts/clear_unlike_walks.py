@@ -25,9 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from chronos.kernels.spec import load_specs, read_ptx, read_ptx_file
-from chronos.tuning.config_db import WALK, confirmed_winner, latest_parts, unlike
-
-STAGES = ("knob_ptx", "knob_blocks", "knob_walk")
+from chronos.tuning.config_db import DB_STAGES, WALK, confirmed_winner, latest_parts, unlike
 
 
 def unlike_configs(folder: Path, entry: dict, stock: str) -> list[str]:
@@ -46,7 +44,7 @@ def stems_to_clear(root: Path, w: str, everything: bool) -> dict[str, list[str]]
     folder = root / "data/kernels/captured" / w
     manifest = json.loads((folder / "walk.json").read_text())["kernels"]
     specs = {s.kernel: s for s in load_specs(folder / "specs.json")}
-    parts = latest_parts([root / "data" / s / "captured" / w for s in STAGES])
+    parts = latest_parts([root / "data" / s / "captured" / w for s in DB_STAGES])
     rows = [r for r in (json.loads(p.read_text()) for p in parts) if r["kernel"] in specs]
     wanted = {specs[r["kernel"]].ptx for r in rows if everything or walk_winner_on_top(r)}
     out = {}

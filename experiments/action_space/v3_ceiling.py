@@ -102,9 +102,9 @@ def deployed(kernels: Path, family: str, parts_root: Path) -> set[str] | None:
     where the workload has no knob parts."""
     import tempfile
 
-    from chronos.tuning.config_db import latest_parts, write_configs
+    from chronos.tuning.config_db import DB_STAGES, latest_parts, write_configs
 
-    parts = latest_parts([parts_root / stage / family for stage in reversed(LATEST[:3])])
+    parts = latest_parts([parts_root / stage / family for stage in DB_STAGES])
     if not parts:
         return None
     with tempfile.TemporaryDirectory() as tmp:

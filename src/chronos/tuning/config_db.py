@@ -157,6 +157,10 @@ def walk_root(folder: Path, spec, label: str) -> str:
     return got.ptx
 
 
+DB_STAGES = ("knob_ptx", "knob_blocks", "knob_walk")
+"""The stages whose parts the v3 DB is written from, in stage order (latest_parts' `folders`)."""
+
+
 def latest_parts(folders: list[Path]) -> list[Path]:
     """Per kernel its part of the latest stage that has one (`folders` in stage order: the joint step's
     parts, then the block step's, which measured beside the joint step's winner and supersedes it, then
@@ -266,7 +270,7 @@ def _put_winner(db, ctx: dict, row: dict, part: str, out: dict) -> str:
     label, ptx_actions = winner
     change = config_change(label) if label is not None else None
     if change is not None and "maxnreg" in change and not ident.get("qualname"):
-        return _put_maxnreg_as_ptx(db, ctx, row, ident, (label, ptx_actions), part, out)
+        return _put_maxnreg_as_ptx(db, ctx, row, ident, (label, change, ptx_actions), part, out)
     made = None  # (root, tuned PTX), made once for a config+PTX winner
     if change is not None and ptx_actions:
         made = winner_ptx(ctx["folder"], ctx["spec_objs"][row["kernel"]], row["best"]["actions"])
@@ -285,8 +289,8 @@ def _put_winner(db, ctx: dict, row: dict, part: str, out: dict) -> str:
     return ""
 
 
-def _put_maxnreg_as_ptx(db, ctx: dict, row: dict, ident: dict, winner: tuple[str, list[str]], part: str,
-                        out: dict) -> str:
+def _put_maxnreg_as_ptx(db, ctx: dict, row: dict, ident: dict, winner: tuple[str, dict, list[str]],
+                        part: str, out: dict) -> str:
     """An Inductor kernel's `maxnreg=N` winner as the PTX entry it equals. Inductor's autotuner never passes
     a config's maxnreg to Triton (_create_compile_options: under it stock's PTX ran, bert 2026-12-06), and
     Triton's maxnreg only writes `.maxnreg N` on the entry (ttg.maxnreg; every census variant of bert, gpt2
@@ -298,9 +302,8 @@ def _put_maxnreg_as_ptx(db, ctx: dict, row: dict, ident: dict, winner: tuple[str
     from chronos.triton.rederive import derive
     from chronos.triton.tuned_db import ptx_identity_sha256
 
-    label, ptx_actions = winner
-    change = config_change(label) or {}
-    budget = f"maxnreg_{change.get('maxnreg')}"
+    label, change, ptx_actions = winner  # its config label, that label parsed, its PTX actions
+    budget = f"maxnreg_{change['maxnreg']}"
     if set(change) != {"maxnreg", "kwargs"} or change["kwargs"] or budget not in V2.index:
         return (f"its config {label} sets maxnreg, which Inductor's autotuner does not pass to Triton "
                 "(_create_compile_options), and no register-budget PTX action (maxnreg_32/64/128/255) alone "
