@@ -40,6 +40,10 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "src"))
+
+from chronos.report.walk import latest_speedups
+
 STAGES = {"knob_census": "knob", "knob_blocks": "block", "knob_ptx": "ptx"}
 """Stages whose candidate rows are each timed against stock (their `ratio` is variant / stock)."""
 LATEST = ("knob_walk", "knob_blocks", "knob_ptx", "knob_census")
@@ -54,12 +58,8 @@ def _speedup(rows: list[dict]) -> float:
 def reached(reports: Path) -> dict[tuple[str, str], float]:
     """(family, kernel) -> v3's confirmed speedup from the latest stage with a row for it that is not an error
     (kernels no stage measured, float atomics among them, are left out)."""
-    out: dict[tuple[str, str], float] = {}
-    for stage in reversed(LATEST):  # a later stage's row replaces an earlier one's
-        for k in json.loads((reports / f"{stage}.json").read_text())["kernels"]:
-            if "error" not in k:
-                out[(k["family"], k["kernel"])] = k.get("speedup") or 1.0
-    return out
+    stages = {stage: json.loads((reports / f"{stage}.json").read_text()) for stage in reversed(LATEST)}
+    return {key: speedup for key, (_, speedup) in latest_speedups(stages).items()}
 
 
 def kernel_ceilings(reports: Path) -> dict[tuple[str, str], dict]:
@@ -114,7 +114,6 @@ def deployed(kernels: Path, family: str, parts_root: Path) -> set[str] | None:
 
 def step_bounds(ceilings: dict, kernels: Path, parts_root: Path | None = None) -> dict[str, dict]:
     """Per workload: the Triton time and step speedups the measured kernels' numbers allow at most."""
-    sys.path.insert(0, str(ROOT / "src"))
     from chronos.kernels.profile import measured_gpu_ms, weighted_speedup
     from chronos.report.captured import amdahl_bound
     out = {}

@@ -3,6 +3,8 @@ the block step's geomean beside them, and v3_on_coordesc its knob-and-PTX number
 
 from __future__ import annotations
 
+import pytest
+
 from chronos.report.walk import walk_metrics, walk_section
 
 
@@ -34,3 +36,32 @@ def test_the_walk_gives_v3_its_latest_numbers_and_keeps_the_earlier_ones_beside_
     assert "1.0759×" in rows[0] and "1.0800×" in rows[0] and "14/22 (19)" in rows[0]
     assert "walk_steps = 4" in "".join(lines)
     assert walk_section(None, None) == [] and walk_metrics(None, {}) is None
+
+
+def _report(stage_rows: list[tuple[str, str, float | None]]) -> dict:
+    """A stage's report: (family, kernel, speedup); None is a row that is an error (not measured yet)."""
+    return {"kernels": [{"family": f, "kernel": k, **({"speedup": s} if s is not None else
+                                                        {"error": "not_measured (run this stage on a GPU)"})}
+                        for f, k, s in stage_rows]}
+
+
+def test_v3_counts_every_kernel_at_its_latest_stages_winner_and_keeps_the_walks_own_numbers():
+    ptx = _report([("captured/llama", "a", 1.02), ("captured/llama", "b", 1.05), ("captured/llama", "c", 1.0),
+                   ("captured/flex", "t", 1.21)])
+    blocks = _report([("captured/llama", "a", 1.10), ("captured/llama", "b", 1.08)])
+    walk = {**_report([("captured/llama", "a", 1.12), ("captured/llama", "b", None),
+                       ("captured/llama", "c", None)]),
+            "provenance": {"gpu": "NVIDIA H100 80GB HBM3"},
+            "summary": {"captured/llama": _summary(measured=1, faster=1, time_geomean=1.12)}}
+    metrics = {"v3": {"flex": {"time_geomean": 1.21, "measured": 1}}}
+    walk_metrics(walk, metrics, {"knob_ptx": ptx, "knob_blocks": blocks})
+    llama = metrics["v3"]["llama"]
+    # a: the walk's 1.12; b: the walk has not measured it, knob_blocks' 1.08 stands; c: knob_ptx's 1.0
+    assert llama["time_geomean"] == pytest.approx((1.12 * 1.08 * 1.0) ** (1 / 3))
+    assert (llama["measured"], llama["faster"]) == (3, 2)
+    assert llama["from_stage"] == {"knob_ptx": 1, "knob_blocks": 1, "knob_walk": 1}
+    assert (llama["walk_time_geomean"], llama["walk_measured"], llama["walk_faster"]) == (1.12, 1, 1)
+    assert metrics["v3"]["flex"]["time_geomean"] == pytest.approx(1.21)  # no walk: its knob_ptx winner
+    assert "walk_time_geomean" not in metrics["v3"]["flex"]
+    row = next(ln for ln in walk_section(walk, blocks, metrics["v3"]) if ln.startswith("| llama"))
+    assert row.endswith(f"| {llama['time_geomean']:.4f}× (2/3) |")

@@ -97,20 +97,19 @@ def _body(args, cfg) -> None:
         for tuner, v in tuners.items():
             metrics.setdefault("anchor", {}).setdefault(w, {}).setdefault(tuner, {}).update(v)
     metrics.update(knob)
-    walk_metrics(x["knob_walk"], metrics)
+    walk_metrics(x["knob_walk"], metrics, {"knob_ptx": x["knob_ptx"], "knob_blocks": x["knob_blocks"]})
     if x["reliability"]:  # benchmarks/bench_reliability.py: bad input through the CLI, counted
         metrics["reliability"] = {k: x["reliability"][k] for k in ("inputs_tried", "tracebacks", "silent")}
     if (r / "heldout_curves.csv").is_file() and x["heldout"]:
         heldout_curves(pd.read_csv(r / "heldout_curves.csv"), figures / "heldout_curves.png")
     write_json(r / "metrics.json", metrics, indent=1, sort_keys=True)
+    knobs = (knob_section(x["knob_census"], x["knob_ptx"], x["knob_blocks"])
+             + anchors_section(metrics.get("anchor", {})) + kernel_anchors_section(x["knob_anchors"])
+             + walk_section(x["knob_walk"], x["knob_blocks"], metrics.get("v3")))
     partial = bool((x["random_results"] or {}).get("provenance", {}).get("partial", False))
     (r / "README.md").write_text(render_readme(metrics, table, x["baseline"], partial, x["oracle"], search,
                                                _verdicts(x, cfg), x["captured"], x["headroom"],
-                                               x["heldout"], knob_section(x["knob_census"], x["knob_ptx"],
-                                                                            x["knob_blocks"])
-                                               + anchors_section(metrics.get("anchor", {}))
-                                               + kernel_anchors_section(x["knob_anchors"])
-                                               + walk_section(x["knob_walk"], x["knob_blocks"])))
+                                               x["heldout"], knobs))
     print(f"report: {json.dumps(metrics)}")
 
 
