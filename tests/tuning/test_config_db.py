@@ -26,7 +26,7 @@ def assert_maxnreg_deploys_as_ptx(folder: Path, db: Path, rows: list[dict], got:
     register-budget action sets is left out with why."""
     from chronos.kernels.spec import load_specs, read_ptx
     from chronos.triton.rederive import tuned_ptx
-    from chronos.triton.tuned_db import ptx_identity_sha256
+    from chronos.triton.tuned_db import ptx_identity_sha256, show
     from chronos.tuning.config_db import split_winner, winner_ptx
 
     specs = {s.kernel: s for s in load_specs(folder / "specs.json")}
@@ -40,7 +40,10 @@ def assert_maxnreg_deploys_as_ptx(folder: Path, db: Path, rows: list[dict], got:
             assert INDUCTOR_MAXNREG in got["left_out"][r["kernel"]] and r["kernel"] not in entries
             continue
         e, stock = entries[r["kernel"]], read_ptx(folder / "specs.json", specs[r["kernel"]])
-        assert list(e.actions) == [budget, *ptx_actions] and e.verification["config"] == label
+        assert list(e.actions) == [budget, *ptx_actions] and e.verification["measured_as"] == label
+        assert e.verification["config"] is None  # its actions go on stock's PTX, on no config's
+        shown = [ln for ln in show(db).splitlines() if "+".join(e.actions) in ln]
+        assert shown and not any(f"{label} +" in ln for ln in shown)  # `tuned show`: no config before them
         assert e.key.stock_ptx_sha256 == ptx_identity_sha256(stock)
         measured = winner_ptx(folder, specs[r["kernel"]], r["best"]["actions"])[1]
         assert ptx_identity_sha256(tuned_ptx(stock, e)) == ptx_identity_sha256(measured)

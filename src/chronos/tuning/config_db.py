@@ -370,7 +370,8 @@ def _put_ptx(db, ctx: dict, row: dict, ident: dict, winner: tuple[str | None, li
     """The winner's PTX actions, keyed by the PTX its config makes (Triton's hash where stock is the root;
     a config's compile hash is unknown offline: "config:<label>", and the code key finds it). `made`: its
     (root, tuned PTX) where _put_winner made them already; `config`: the config label the entry stands for
-    where its PTX actions replace it (_put_maxnreg_as_ptx)."""
+    where its PTX actions replace it (_put_maxnreg_as_ptx), kept as `measured_as`: `config` is the one its
+    actions go on top of, which `chronos tuned show` prints before them."""
     from chronos.triton.hook import CONFIG_KEY
     from chronos.triton.tuned_db import entry_names, make_key
 
@@ -388,6 +389,7 @@ def _put_ptx(db, ctx: dict, row: dict, ident: dict, winner: tuple[str | None, li
         return f"its PTX defines {entry_names(tuned)}, not {name}"
     key = make_key(triton_hash, root, name, gpu=prov["gpu"], driver=prov["driver"], ptxas=prov["ptxas"])
     db.put(key, ptx_actions, tuned, best["ratio"], tuple(best["ci"]),
-           {"bit_exact": True, "verdict": best["verdict"], "config": label or config},
+           {"bit_exact": True, "verdict": best["verdict"], "config": label,
+            **({"measured_as": config} if config else {})},  # the config its actions stand for (maxnreg)
            {"kernel": row["kernel"], "part": part, "alignment": dict(spec.alignment)})
     return ""
