@@ -67,11 +67,15 @@ def test_the_committed_anchor_runs_give_step_metrics_and_a_readme_row_per_worklo
         m = flex[tuner]
         assert m["step_speedup_ci95_low"] <= m["step_speedup"] <= m["step_speedup_ci95_high"]
         assert m["v3_over_ci95_low"] <= m["v3_over"] <= m["v3_over_ci95_high"] and m["bitwise"] is True
-    assert got["bert"]["max_autotune"]["bitwise"] is False  # its GEMM templates change the numerics
-    # bert's latest run timed no tuner (anchors {}): the anchors are its own run's, e2e-anchors.json
-    assert workload_summary(root / "bert")["e2e_one_process"]["anchors"] == {} and "coordesc" in got["bert"]
-    lines = anchors_section(got)
-    assert sum(line.startswith(("| flex |", "| bert |")) for line in lines) == 2
+    # bert's latest run timed coordesc alone beside v3; max-autotune is its earlier anchors run's
+    # (e2e-anchors.json), a row of its own with that run's v3: never mixed into the latest run's ratios
+    bert = workload_summary(root / "bert")
+    assert set(bert["e2e_one_process"]["anchors"]) == {"coordesc"} and "max_autotune" not in got["bert"]
+    earlier = anchor_metrics(bert["e2e_anchors_earlier"])
+    assert earlier["max_autotune"]["bitwise"] is False  # its GEMM templates change the numerics
+    assert earlier["v3"] != got["bert"]["v3"]
+    lines = anchors_section({**got, "bert": {**got["bert"], "earlier_run": earlier}})
+    assert sum(line.startswith(("| flex |", "| bert |", "| bert (earlier run) |")) for line in lines) == 3
     assert anchors_section({"llama": {"max_autotune": {"kernels": 3, "time_geomean": 1.0}}}) == []
 
 

@@ -76,8 +76,12 @@ def workload_summary(d: Path, replay: dict | None = None) -> dict:
         out["e2e_one_process"] = one_process_summary(one)
         if one.get("anchors"):  # Inductor's tuners took turns in this run too: it is the anchors' as well
             out["e2e_anchors"] = out["e2e_one_process"]
-    if "e2e_anchors" not in out and (d / "e2e-anchors.json").is_file():  # an anchors run of its own
-        out["e2e_anchors"] = one_process_summary(read_json(d / "e2e-anchors.json", "end-to-end result"))
+    if (d / "e2e-anchors.json").is_file():  # an anchors run of its own
+        own = one_process_summary(read_json(d / "e2e-anchors.json", "end-to-end result"))
+        if "e2e_anchors" not in out:
+            out["e2e_anchors"] = own
+        elif set(own["anchors"]) - set(out["e2e_anchors"]["anchors"]):  # it timed a tuner the latest did not
+            out["e2e_anchors_earlier"] = own
     return out
 
 

@@ -119,13 +119,19 @@ def anchors_section(anchors: dict) -> list[str]:
             "stock / coordesc | coordesc / v3 | bitwise (max-autotune, coordesc) |")
     lines = ["", note, "", head, "|---|---|---|---|---|---|---|---|---|"]
     for w, a in rows.items():
-        mat, cd = a.get("max_autotune", {}), a.get("coordesc", {})
-        cells = [_ci(t, k) if "step_speedup" in t else "—"
-                 for t in (mat, cd) for k in ("step_speedup", "v3_over")]
-        gpu = a["gpu"].replace("NVIDIA ", "") + (", CUDA graphs" if a.get("timing") == "cuda_graphs" else "")
-        lines.append(f"| {w} | {gpu}, {a['rounds']} | {_ci(a, 'v3')} | {_ci(a, 'aa')} | "
-                     + " | ".join(cells) + f" | {mat.get('bitwise')}, {cd.get('bitwise')} |")
+        lines.append(_anchors_row(w, a))
+        if "earlier_run" in a:  # a tuner the latest run did not time: its own run's row, its own v3
+            lines.append(_anchors_row(f"{w} (earlier run)", a["earlier_run"]))
     return lines
+
+
+def _anchors_row(label: str, a: dict) -> str:
+    mat, cd = a.get("max_autotune", {}), a.get("coordesc", {})
+    cells = [_ci(t, k) if "step_speedup" in t else "—"
+             for t in (mat, cd) for k in ("step_speedup", "v3_over")]
+    gpu = a["gpu"].replace("NVIDIA ", "") + (", CUDA graphs" if a.get("timing") == "cuda_graphs" else "")
+    return (f"| {label} | {gpu}, {a['rounds']} | {_ci(a, 'v3')} | {_ci(a, 'aa')} | " + " | ".join(cells)
+            + f" | {mat.get('bitwise', '—')}, {cd.get('bitwise', '—')} |")
 
 
 HEAD_TO_HEAD = ("max_autotune", "coordesc", "chronos", "coordesc_ptx")

@@ -225,6 +225,8 @@ def captured_metrics(captured: dict | None) -> dict:
                     "v3_over": v["v3_over"]["median"], "v3_over_ci95": v["v3_over"]["ci95"]}
         if "e2e_anchors" in s:
             out.setdefault("anchor", {})[w] = anchor_metrics(s["e2e_anchors"])
+            if "e2e_anchors_earlier" in s:  # another run, its own v3 DB: never mixed into this run's ratios
+                out["anchor"][w]["earlier_run"] = anchor_metrics(s["e2e_anchors_earlier"])
     for name, s in sorted(((captured or {}).get("libraries") or {}).items()):
         tune, tests = s.get("tune", {}), s["tests"]
         out.setdefault("library", {})[name] = {
