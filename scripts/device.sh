@@ -47,7 +47,7 @@
 #   bash scripts/device.sh --pack-stores     # data/store/*.sqlite -> .device/stores.tgz (about 21 MiB)
 # then move data/store/*.sqlite aside for the call; on the device this script unpacks them. The command:
 #   bash scripts/device.sh gpu_tests headroom
-# Run it once per call with every target: a second run's packing replaces the first's result.tgz. The whole
+# Several runs in one call may share an OUT: each packs what the earlier ones wrote too. The whole
 # transformers wheel (12 MB) pushes a call past the device's 64 MiB: carry the one scripts/prune_wheel.py makes,
 # holding only its models/auto, llama, gpt2 and bert folders.
 set -uo pipefail
@@ -90,8 +90,13 @@ pack() {  # what the targets wrote so far, in one archive (the device brings bac
     python3 -c 'import sqlite3, sys; sqlite3.connect(sys.argv[1]).execute("PRAGMA wal_checkpoint(TRUNCATE)")' \
       "${wal%-wal}" || echo "could not fold $wal into its store"
   done
-  find data reports models -type f -newer "$STAMP" ! -path '*/__pycache__/*' ! -name '*.pyc' \
-    ! -name '*-wal' ! -name '*-shm' > "$LOGS/written.txt"
+  # an earlier run of this script with the same OUT wrote files too: they stay in (2026-12-07: a second run
+  # in one call packed only its own, and the first's e2e result was lost)
+  { cat "$LOGS/written.txt" 2>/dev/null
+    find data reports models -type f -newer "$STAMP" ! -path '*/__pycache__/*' ! -name '*.pyc' \
+      ! -name '*-wal' ! -name '*-shm'; } | sort -u | while read -r f; do [[ -f $f ]] && echo "$f"; done \
+    > "$LOGS/written.new"
+  mv "$LOGS/written.new" "$LOGS/written.txt"
   rm -f "$OUT"/result.tgz*
   tar czf "$OUT/result.tgz" -T "$LOGS/written.txt" -C "$OUT" logs
   if [[ $(stat -c %s "$OUT/result.tgz") -gt 15728640 ]]; then  # the device returns files of 16 MiB at most

@@ -291,13 +291,46 @@ def deployed(hook: dict, configs: dict) -> str:
     swapped, entries = hook.get("swapped", 0), hook.get("entries", 0)
     line = f"deployed: {swapped} PTX sets swapped ({entries} in the DB), {len(configs)} configs applied"
     reasons = hook.get("reasons") or {}
-    alone = sorted(n for n, r in reasons.items() if r.startswith(CONFIG_ALONE) and n in configs)
-    if alone:  # a config+PTX winner whose PTX missed: the config ran alone, not the winner that was measured
+    # a config+PTX winner whose PTX missed ran its config alone, not the winner that was measured; but the
+    # hook names kernels, and one name can be several kernels (shapes, phases): a miss whose entry's config
+    # is not the one applied under that name is another kernel's (llama rotary view_3, 2026-12-07), and
+    # where a compile of that name was swapped too, the miss may be another kernel's (bert gelu_view_3)
+    swapped_names = set(hook.get("swapped_names") or [])
+    missed = sorted(n for n, r in reasons.items() if r.startswith(CONFIG_ALONE) and n in configs
+                    and _same_config(_missed_label(r), configs[n]))
+    if alone := [n for n in missed if n not in swapped_names]:
         line += f"; {len(alone)} of those configs ran without their PTX on top: {', '.join(alone)}"
+    if unsure := [n for n in missed if n in swapped_names]:
+        line += (f"; {len(unsure)} names both swapped and missed a config's PTX (several kernels of one "
+                 f"name; which ran its config alone is not known by name): {', '.join(unsure)}")
     if swapped or configs:
         return line
     why = {name: one_line(r, 200) for name, r in reasons.items()}
     return f"{line}; NOTHING deployed: the tuned set ran stock's kernels; why: {json.dumps(why)}"
+
+
+def _missed_label(reason: str) -> str:
+    """The config label of the entry a CONFIG_ALONE miss names ("<CONFIG_ALONE> (<label>); stale key: ...")
+    """
+    from chronos.triton.hook import CONFIG_ALONE
+
+    return reason.removeprefix(CONFIG_ALONE).strip().removeprefix("(").partition(");")[0]
+
+
+def _same_config(label: str, applied: str) -> bool:
+    """Whether the missed entry's config label is the config applied under that name ("{'XBLOCK': 16},
+    num_warps=2", kernel_sets.build): every block and num_warps the label names, as applied."""
+    import ast
+    import re
+
+    from chronos.tuning.config_db import config_change
+
+    change, m = config_change(label), re.match(r"^(\{.*\}), num_warps=(\d+)$", applied)
+    if change is None or m is None:
+        return True  # not comparable (a template's row blocks): the miss may be this config's
+    kwargs, warps = ast.literal_eval(m.group(1)), int(m.group(2))
+    return all(kwargs.get(k) == v for k, v in change["kwargs"].items()) and \
+        change.get("num_warps", warps) == warps
 
 
 def main() -> int:

@@ -33,6 +33,11 @@ def test_a_run_that_deployed_nothing_says_so_and_why():
     assert mod.deployed(alone, {"k": "{}, num_warps=2"}).endswith("1 of those configs ran without their "
                                                                    "PTX on top: k")
     assert "without" not in mod.deployed(alone, {})  # its config did not deploy: stock ran
+    other = {**alone, "reasons": {"k": f"{CONFIG_ALONE} (num_warps=4); stale key: ..."}}
+    assert "without" not in mod.deployed(other, {"k": "{}, num_warps=2"})  # another kernel's entry missed
+    both = {**alone, "swapped_names": ["k"]}  # a kernel of that name was swapped: the miss may be another's
+    line = mod.deployed(both, {"k": "{}, num_warps=2"})
+    assert "ran without" not in line and line.endswith("which ran its config alone is not known by name): k")
 
 
 def _script():
