@@ -77,6 +77,18 @@ def test_step_bounds_weigh_each_kernel_by_its_gpu_time_and_put_it_into_the_profi
     assert got["triton_bound"] == pytest.approx(10 / (4 + 1 + 1))  # c at the largest best, 2.0
     assert got["step_best"] == pytest.approx(1 / (1 - 0.5 * (1 - 7 / 10)))
     assert got["step_bound"] > got["step_best"] > got["step_reached"] > 1.0
+    assert got["triton_strict_bound"] == got["triton_bound"]  # no kernel skipped for float atomics
+    strict = mod.step_bounds(ceilings, tmp_path, atomics={"captured/w": {"c"}})["captured/w"]
+    assert strict["triton_strict_bound"] == pytest.approx(10 / (4 + 1 + 2))  # c outside the strict space
+    assert strict["step_bound"] > strict["step_strict_bound"] == pytest.approx(got["step_best"])
+
+
+def test_float_atomics_are_the_kernels_the_census_skipped_for_them(tmp_path):
+    mod = _script()
+    _write(tmp_path, "knob_census", [
+        {"family": "captured/w", "kernel": "a", "error": "skipped: float atomics (atom.global.gpu.add.f32)"},
+        {"family": "captured/w", "kernel": "b", "error": "not_measured (budget)"}])
+    assert mod.float_atomics(tmp_path) == {"captured/w": {"a"}}
 
 
 def test_the_deployed_column_counts_only_the_kernels_whose_winner_the_v3_db_holds():

@@ -20,9 +20,12 @@ With --steps, what those per-kernel numbers can give a workload's step at most (
 each kernel weighs its GPU time in the captured steps (chronos.kernels.profile.measured_gpu_ms: launches x
 the tune's stock time); `triton_reached` / `triton_best` apply every measured kernel's reached / best
 measured speedup to its weight (the others at 1.0), `triton_bound` also gives every timed kernel no stage
-measured the workload's largest best-measured speedup (an optimistic guess for what is unmeasured); the
-`step_*` columns put each into the profile's Triton share of the step's GPU time (Amdahl, every phase
-together): an upper bound of the step, since the step's wall time is at least its GPU time.
+measured the workload's largest best-measured speedup (an optimistic guess for what is unmeasured);
+`triton_strict_bound` likewise, but the kernels the knob stages skip for their float atomics at 1.0: their
+outputs change from run to run, so no variant of them can be shown bit-exact and strict mode never deploys
+one (the strict space's bound); the `step_*` columns put each into the profile's Triton share of the
+step's GPU time (Amdahl, every phase together): an upper bound of the step, since the step's wall time is
+at least its GPU time.
 `triton_deployed` / `step_deployed`: `reached` of only the kernels whose winner Chronos v3's DB deploys
 (chronos.tuning.config_db.write_configs, as `chronos tune --merge-only --configs-from` writes it; the others
 at 1.0): what the end-to-end step can show at most (scripts/e2e_one_process.py measures it).
@@ -112,10 +115,22 @@ def deployed(kernels: Path, family: str, parts_root: Path) -> set[str] | None:
     return {json.loads(p.read_text())["kernel"] for p in parts} - set(got["left_out"])
 
 
-def step_bounds(ceilings: dict, kernels: Path, parts_root: Path | None = None) -> dict[str, dict]:
-    """Per workload: the Triton time and step speedups the measured kernels' numbers allow at most."""
+def float_atomics(reports: Path) -> dict[str, set[str]]:
+    """Per family the kernels stage knob_census skipped for their float atomics."""
+    out: dict[str, set[str]] = defaultdict(set)
+    for k in json.loads((reports / "knob_census.json").read_text())["kernels"]:
+        if str(k.get("error", "")).startswith("skipped: float atomics"):
+            out[k["family"]].add(k["kernel"])
+    return out
+
+
+def step_bounds(ceilings: dict, kernels: Path, parts_root: Path | None = None,
+                atomics: dict[str, set[str]] | None = None) -> dict[str, dict]:
+    """Per workload: the Triton time and step speedups the measured kernels' numbers allow at most
+    (`atomics`: per family the kernels outside the strict space, float_atomics)."""
     from chronos.kernels.profile import measured_gpu_ms, weighted_speedup
     from chronos.report.captured import amdahl_bound
+    atomics = atomics or {}
     out = {}
     for family in sorted({f for f, _ in ceilings}):
         weight = measured_gpu_ms(kernels / family)
@@ -124,15 +139,17 @@ def step_bounds(ceilings: dict, kernels: Path, parts_root: Path | None = None) -
             continue
         reached = {k: c["reached"] for k, c in mine.items()}
         best = {k: max(c.values()) for k, c in mine.items()}
+        outside = dict.fromkeys(atomics.get(family, ()), 1.0)
         row = {"measured_share": sum(weight.get(k, 0.0) for k in mine) / sum(weight.values()),
                "triton_reached": weighted_speedup(weight, reached),
                "triton_best": weighted_speedup(weight, best),
-               "triton_bound": weighted_speedup(weight, best, max(best.values()))}
+               "triton_bound": weighted_speedup(weight, best, max(best.values())),
+               "triton_strict_bound": weighted_speedup(weight, {**outside, **best}, max(best.values()))}
         ships = deployed(kernels, family, parts_root) if parts_root else None
         row["triton_deployed"] = (weighted_speedup(weight, {k: r for k, r in reached.items() if k in ships})
                                   if ships is not None else None)
         share = triton_share(kernels / family)
-        for k in ("reached", "best", "bound", "deployed"):
+        for k in ("reached", "best", "bound", "strict_bound", "deployed"):
             if row[f"triton_{k}"] is None:
                 row[f"step_{k}"] = None
                 continue
@@ -143,7 +160,8 @@ def step_bounds(ceilings: dict, kernels: Path, parts_root: Path | None = None) -
 
 def print_steps(bounds: dict[str, dict]) -> None:
     cols = ("triton_share", "measured_share", "triton_reached", "triton_best", "triton_bound",
-            "triton_deployed", "step_reached", "step_best", "step_bound", "step_deployed")
+            "triton_strict_bound", "triton_deployed", "step_reached", "step_best", "step_bound",
+            "step_strict_bound", "step_deployed")
     print(f"{'workload':26} " + " ".join(f"{c:>14}" for c in cols))
     for family, b in bounds.items():
         print(f"{family:26} " + " ".join(f"{b[c]:14.4f}" if b[c] is not None else f"{'-':>14}" for c in cols))
@@ -167,7 +185,7 @@ def main() -> int:
         print(f"{family:26} {s['kernels']:7}  {s['reached']:.4f}   {s['best_measured']:.4f}         "
               f"{s['product_bound']:.4f}")
     if args.steps:
-        print_steps(step_bounds(ceilings, args.captured, args.parts))
+        print_steps(step_bounds(ceilings, args.captured, args.parts, float_atomics(args.reports)))
     return 0
 
 
