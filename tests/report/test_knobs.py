@@ -84,3 +84,15 @@ def test_a_replayed_stage_names_every_gpu_its_parts_were_measured_on():
     assert census["provenance"]["gpus"] == ["NVIDIA H100 80GB HBM3", "NVIDIA H200"]
     text = "\n".join(knob_section(census, None))
     assert "verified bit-exactly against stock on the H100 80GB HBM3 and H200" in text
+
+
+def test_a_workload_of_hand_written_kernels_says_inductor_s_tuners_do_not_apply():
+    from chronos.report.knobs import NOT_APPLICABLE
+
+    anchors = {"summary": {"captured/attorch_lm": {"kernels": 3, "measured": 0, "not_applicable": 3},
+                           "captured/bert": {"kernels": 2, "measured": 0, "not_applicable": 0}}}
+    m = knob_metrics(None, None, None, anchors)
+    assert m["anchor"] == {"attorch_lm": {"not_applicable": NOT_APPLICABLE,
+                                          "max_autotune": {"kernels": 0, "time_geomean": None},
+                                          "coordesc": {"kernels": 0, "time_geomean": None}}}
+    assert m["v3_on_coordesc"]["attorch_lm"]["not_applicable"] == NOT_APPLICABLE

@@ -8,7 +8,13 @@ import json
 from pathlib import Path
 
 from chronos.kernels.variant import Variant
-from chronos.search.knob_anchors import anchor_variants, anchors_kernel, anchors_summary
+from chronos.search.knob_anchors import (
+    NOT_INDUCTOR,
+    anchor_variants,
+    anchors_kernel,
+    anchors_summary,
+    hand_written,
+)
 
 from .stub_backend import StubBackend, gpt2_kernel
 
@@ -110,12 +116,26 @@ def test_the_stages_run_on_replay_and_say_that_nothing_is_measured_yet(tmp_path)
         got = json.loads(out.read_text())
         assert got["section"] == name and all(s["measured"] == 0 for s in got["summary"].values())
         errors = {r["error"] for r in got["kernels"]}
-        skipped = {e for e in errors if e.startswith("skipped: float atomics")
+        skipped = {e for e in errors if e.startswith(("skipped: float atomics", NOT_INDUCTOR))
                    or "attorch_lm/blocks.json" in e}  # hand-written kernels: no block manifest, said
         assert "not_measured (run this stage on a GPU)" in errors and skipped  # bert and gpt2 hold some
         # WAITS_FOR_PTX: a kernel of the selection the committed knob_ptx parts do not hold yet
         assert errors - skipped <= {"not_measured (run this stage on a GPU)", NOTHING_TO_TRY, WAITS_FOR_PTX}
         assert (NOTHING_TO_TRY in errors) == (name == "knob_blocks")
+        if name == "knob_anchors":  # attorch_lm's kernels are hand-written: no Inductor tuner anchors them
+            attorch = got["summary"]["captured/attorch_lm"]
+            assert attorch["not_applicable"] == attorch["kernels"] > 0
+
+
+def test_a_hand_written_kernel_has_no_inductor_anchor_and_an_inductor_kernel_has():
+    from chronos.kernels.spec import load_specs
+
+    attorch, bert = (ROOT / "data/kernels/captured" / w for w in ("attorch_lm", "bert"))
+    row = hand_written(attorch, load_specs(attorch / "specs.json")[0])
+    assert row["error"].startswith(NOT_INDUCTOR) and "(attorch." in row["error"]
+    assert hand_written(bert, load_specs(bert / "specs.json")[0]) is None
+    s = anchors_summary([row, {"kernel": "k", "error": "not_measured (run this stage on a GPU)"}])
+    assert s["not_applicable"] == 1 and s["measured"] == 0
 
 
 def test_the_committed_block_step_replays_as_recorded_and_counts_stock_kept_kernels_as_one(tmp_path):

@@ -30,6 +30,12 @@ def knob_metrics(census: dict | None, joint: dict | None = None, blocks: dict | 
                     **{k: s[k] for k in ("stock_kept", "selected_time_share", "measured_time_share",
                                          "triton_time_speedup") if s.get(k) is not None}}
     for family, s in ((anchors or {}).get("summary") or {}).items():
+        if not s.get("measured") and s.get("kernels") and s.get("not_applicable") == s["kernels"]:
+            w, why = _workload(family), NOT_APPLICABLE
+            out.setdefault("anchor", {})[w] = {"not_applicable": why, **{
+                m: {"kernels": 0, "time_geomean": None} for m in ("max_autotune", "coordesc")}}
+            out.setdefault("v3_on_coordesc", {})[w] = {"kernels": 0, "time_geomean": None,
+                                                       "not_applicable": why}
         if s.get("measured"):
             w = _workload(family)
             out.setdefault("anchor", {})[w] = {m: {k: s[m][k] for k in ("kernels", "time_geomean")}
@@ -38,6 +44,10 @@ def knob_metrics(census: dict | None, joint: dict | None = None, blocks: dict | 
                 out["anchor"][w]["per_kernel_head_to_head"] = dict(s["head_to_head"])
             out.setdefault("v3_on_coordesc", {})[w] = dict(s["v3_on_coordesc"])
     return out
+
+
+NOT_APPLICABLE = ("every kernel is hand-written Triton: Inductor's tuners choose configs only for the "
+                  "kernels Inductor generates")
 
 
 def _x(v) -> str:
@@ -141,9 +151,12 @@ def kernel_anchors_section(anchors: dict | None) -> list[str]:
     """Inductor's tuners per kernel (stage knob_anchors): per workload, each tuner's geomean over stock on
     the kernels it was run on (1.0 where it kept stock's config); head to head where a tuner moved: each
     tuner and Chronos v3 in the same comparisons; v2 PTX on top of coordinate descent's kernel."""
-    summary = {f: s for f, s in ((anchors or {}).get("summary") or {}).items() if s.get("measured")}
+    every = (anchors or {}).get("summary") or {}
+    summary = {f: s for f, s in every.items() if s.get("measured")}
     if not summary:
         return []
+    aside = [_workload(f) for f, s in every.items() if not s.get("measured") and s.get("kernels")
+             and s.get("not_applicable") == s["kernels"]]
     note = ("Inductor's tuners per kernel (stage knob_anchors): the config max-autotune and coordinate "
             "descent keep for each stock kernel, tuned by Inductor itself on the kernel's own inputs "
             "(scripts/make_anchor_variants.py: the kernels with the most GPU time among the stages' "
@@ -165,4 +178,6 @@ def kernel_anchors_section(anchors: dict | None) -> list[str]:
         lines.append(f"| {_workload(family)} | " + " | ".join(tuners) + f" | {h.get('kernels', '—')} | "
                      + " | ".join(_x(h.get(k)) for k in HEAD_TO_HEAD)
                      + f" | {_x(on['time_geomean'])} ({on['faster']}/{on['kernels']}) |")
+    if aside:
+        lines += ["", f"Not applicable to {', '.join(aside)}: {NOT_APPLICABLE}."]
     return lines

@@ -27,6 +27,23 @@ MANIFEST = "anchors.json"
 MODES = ("max_autotune", "coordesc")
 
 
+NOT_INDUCTOR = "not applicable: a hand-written Triton kernel"
+"""The start of the row of a kernel no Inductor tuner can choose a config for: Inductor's tuners pick the
+configs of the kernels Inductor generates; a JIT function's own @triton.autotune (if any) runs in stock."""
+
+
+def hand_written(folder: Path, spec) -> dict | None:
+    """The row of a kernel that is not Inductor's (its capture names a module outside torch._inductor), None
+    for an Inductor kernel or where the capture names no module."""
+    from chronos.tuning.parts import triton_identity
+
+    module = ((triton_identity(folder) or {}).get(spec.kernel) or {}).get("module_name") or ""
+    if not module or module.startswith("torch._inductor"):
+        return None
+    return {"kernel": spec.kernel, "error": f"{NOT_INDUCTOR} ({module}): Inductor's max-autotune and "
+            "coordinate descent choose configs for the kernels Inductor generates, not for it"}
+
+
 def anchor_entry(folder: Path, spec) -> dict:
     """The kernel's record in the anchors manifest ({mode: its config compiled}; {} where it has none)."""
     manifest = folder / MANIFEST
@@ -136,7 +153,8 @@ def anchors_summary(rows: list[dict]) -> dict:
     side, and coordinate descent's kernel with v2 PTX on top (`coordesc_ptx`). `v3_on_coordesc`: v2 PTX on
     top of coordinate descent's kernel, over that kernel alone."""
     done = [r for r in rows if "anchors" in r]
-    out: dict = {"kernels": len(rows), "measured": len(done)}
+    out: dict = {"kernels": len(rows), "measured": len(done),
+                 "not_applicable": sum(str(r.get("error", "")).startswith(NOT_INDUCTOR) for r in rows)}
     for mode in MODES:
         rs = [r["anchors"].get(mode, {}) for r in done]
         sp = [s for s in map(speedup_of, rs) if s is not None]

@@ -16,7 +16,7 @@ from chronos.kernels.profile import measured_gpu_ms, time_share, weighted_speedu
 from chronos.kernels.spec import read_ptx
 from chronos.measure.backend import ReplayBackend
 from chronos.search.headroom import selected
-from chronos.search.knob_anchors import anchors_kernel, anchors_summary
+from chronos.search.knob_anchors import anchors_kernel, anchors_summary, hand_written
 from chronos.search.knob_blocks import blocks_kernel, blocks_summary, nothing_to_try, prior_winner, v3_winner
 from chronos.search.knob_census import census_family, census_kernel, knob_summary, racy
 from chronos.search.knob_ptx import joint_kernel, joint_summary, knob_winner
@@ -84,11 +84,13 @@ WAITS_FOR_PTX = "not_measured: knob_ptx has not measured it yet (run stage knob_
 
 def settler(args, folder: Path, family: str):
     """The row of a kernel the section decides from committed files alone, alike on a GPU and in replay (None:
-    it is measured): float atomics are skipped (no variant can be verified bit-exactly); in knob_blocks and
-    knob_walk, a kernel knob_ptx has not measured waits for it; in knob_blocks, a kernel with nothing to try
-    keeps stock."""
+    it is measured): float atomics are skipped (no variant can be verified bit-exactly); in knob_anchors, a
+    hand-written kernel has no Inductor tuner to anchor it; in knob_blocks and knob_walk, a kernel knob_ptx
+    has not measured waits for it; in knob_blocks, a kernel with nothing to try keeps stock."""
     def settled(spec) -> dict | None:
         if row := racy(spec, read_ptx(folder / "specs.json", spec)):
+            return row
+        if args.section == "knob_anchors" and (row := hand_written(folder, spec)):
             return row
         if args.section in FOLLOWS_PTX and not (args.joint_parts / family / f"{spec.kernel}.json").is_file():
             return {"kernel": spec.kernel, "error": WAITS_FOR_PTX}
