@@ -67,3 +67,15 @@ def test_a_broken_manifest_is_a_clear_error_naming_it(tmp_path):
     with pytest.raises(ChronosError, match="not a walk manifest"):
         ManifestCompiler(tmp_path)
     assert ManifestCompiler(tmp_path / "absent").entry(_spec()) is None  # no manifest: no walk roots
+
+
+def test_a_root_whose_module_is_missing_is_a_clear_error_naming_it(tmp_path):
+    import pytest
+
+    from chronos.errors import ChronosError
+
+    entry = {**ManifestCompiler(BERT).entry(_spec()), "module": "walk/gone/module.py.gz"}
+    (tmp_path / "walk.json").write_text(json.dumps({"kernels": {}}))
+    with pytest.raises(ChronosError, match=r"walk/gone/module\.py\.gz: the walk root's module is missing.*"
+                                           r"make_walk_roots"):
+        ManifestCompiler(tmp_path).neighbours(entry, Point.of(entry["stock"]))

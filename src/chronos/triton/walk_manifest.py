@@ -48,7 +48,12 @@ class ManifestCompiler:
 
     def source(self, entry: dict) -> str:
         """The kernel's Inductor module (its masks decide which block moves are legal)."""
-        return gzip.decompress((self.folder / entry["module"]).read_bytes()).decode()
+        path = self.folder / entry["module"]
+        if not path.is_file():  # walk.json names it, the file never came (2026-12-07: lost in packing)
+            raise ChronosError(f"{path}: the walk root's module is missing, so its walk cannot be replayed "
+                               "(rebuild it on a GPU image: drop its entry from walk.json, run "
+                               "scripts/make_walk_roots.py, then stage knob_walk --compile)")
+        return gzip.decompress(path.read_bytes()).decode()
 
     def neighbours(self, entry: dict, point: Point) -> list[Point]:
         """The configs one move from `point` for this kernel (its module's masks decide the legal ones)."""
