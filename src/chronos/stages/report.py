@@ -94,8 +94,12 @@ def _body(args, cfg) -> None:
     metrics.update(headroom_metrics(x["headroom"], x["census"], x["heldout"], x["random_time"]))
     knob = knob_metrics(x["knob_census"], x["knob_ptx"], x["knob_blocks"], x["knob_anchors"])
     for w, tuners in knob.pop("anchor", {}).items():  # per kernel beside the step's anchor numbers
-        for tuner, v in tuners.items():
-            metrics.setdefault("anchor", {}).setdefault(w, {}).setdefault(tuner, {}).update(v)
+        slot = metrics.setdefault("anchor", {}).setdefault(w, {})
+        for tuner, v in tuners.items():  # a tuner's numbers, or why the anchors do not apply (a string)
+            if isinstance(v, dict):
+                slot.setdefault(tuner, {}).update(v)
+            else:
+                slot[tuner] = v
     metrics.update(knob)
     walk_metrics(x["knob_walk"], metrics, {"knob_ptx": x["knob_ptx"], "knob_blocks": x["knob_blocks"]})
     if x["reliability"]:  # benchmarks/bench_reliability.py: bad input through the CLI, counted
