@@ -81,6 +81,8 @@ def test_step_bounds_weigh_each_kernel_by_its_gpu_time_and_put_it_into_the_profi
     strict = mod.step_bounds(ceilings, tmp_path, atomics={"captured/w": {"c"}})["captured/w"]
     assert strict["triton_strict_bound"] == pytest.approx(10 / (4 + 1 + 2))  # c outside the strict space
     assert strict["step_bound"] > strict["step_strict_bound"] == pytest.approx(got["step_best"])
+    assert got["triton_product_bound"] == pytest.approx(10 / (4 + 1 + 1))  # a 1.5, b 2.0, c at the largest
+    assert strict["triton_product_bound"] == pytest.approx(10 / (4 + 1 + 2))
 
 
 def test_float_atomics_are_the_kernels_the_census_skipped_for_them(tmp_path):

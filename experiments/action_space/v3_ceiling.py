@@ -23,9 +23,11 @@ measured speedup to its weight (the others at 1.0), `triton_bound` also gives ev
 measured the workload's largest best-measured speedup (an optimistic guess for what is unmeasured);
 `triton_strict_bound` likewise, but the kernels the knob stages skip for their float atomics at 1.0: their
 outputs change from run to run, so no variant of them can be shown bit-exact and strict mode never deploys
-one (the strict space's bound); the `step_*` columns put each into the profile's Triton share of the
-step's GPU time (Amdahl, every phase together): an upper bound of the step, since the step's wall time is
-at least its GPU time.
+one (the strict space's bound); `triton_product_bound` gives every measured kernel its `product_bound` and
+the unmeasured the largest of those (float atomics at 1.0 again): the loosest bound, the one that can
+prove a step target out of this space's reach; the `step_*` columns put each into the profile's Triton
+share of the step's GPU time (Amdahl, every phase together): an upper bound of the step, since the step's
+wall time is at least its GPU time.
 `triton_deployed` / `step_deployed`: `reached` of only the kernels whose winner Chronos v3's DB deploys
 (chronos.tuning.config_db.write_configs, as `chronos tune --merge-only --configs-from` writes it; the others
 at 1.0): what the end-to-end step can show at most (scripts/e2e_one_process.py measures it).
@@ -145,11 +147,13 @@ def step_bounds(ceilings: dict, kernels: Path, parts_root: Path | None = None,
                "triton_best": weighted_speedup(weight, best),
                "triton_bound": weighted_speedup(weight, best, max(best.values())),
                "triton_strict_bound": weighted_speedup(weight, {**outside, **best}, max(best.values()))}
+        product = {k: c["knob"] * c["block"] * max(c["ptx"], c["v2"]) for k, c in mine.items()}
+        row["triton_product_bound"] = weighted_speedup(weight, {**outside, **product}, max(product.values()))
         ships = deployed(kernels, family, parts_root) if parts_root else None
         row["triton_deployed"] = (weighted_speedup(weight, {k: r for k, r in reached.items() if k in ships})
                                   if ships is not None else None)
         share = triton_share(kernels / family)
-        for k in ("reached", "best", "bound", "strict_bound", "deployed"):
+        for k in ("reached", "best", "bound", "strict_bound", "product_bound", "deployed"):
             if row[f"triton_{k}"] is None:
                 row[f"step_{k}"] = None
                 continue
@@ -160,8 +164,8 @@ def step_bounds(ceilings: dict, kernels: Path, parts_root: Path | None = None,
 
 def print_steps(bounds: dict[str, dict]) -> None:
     cols = ("triton_share", "measured_share", "triton_reached", "triton_best", "triton_bound",
-            "triton_strict_bound", "triton_deployed", "step_reached", "step_best", "step_bound",
-            "step_strict_bound", "step_deployed")
+            "triton_strict_bound", "triton_product_bound", "triton_deployed", "step_reached", "step_best",
+            "step_bound", "step_strict_bound", "step_product_bound", "step_deployed")
     print(f"{'workload':26} " + " ".join(f"{c:>14}" for c in cols))
     for family, b in bounds.items():
         print(f"{family:26} " + " ".join(f"{b[c]:14.4f}" if b[c] is not None else f"{'-':>14}" for c in cols))
