@@ -13,7 +13,6 @@ from chronos.search.knob_anchors import (
     anchor_variants,
     anchors_kernel,
     anchors_summary,
-    hand_written,
 )
 
 from .stub_backend import StubBackend, gpt2_kernel
@@ -129,6 +128,7 @@ def test_the_stages_run_on_replay_and_say_that_nothing_is_measured_yet(tmp_path)
 
 def test_a_hand_written_kernel_has_no_inductor_anchor_and_an_inductor_kernel_has():
     from chronos.kernels.spec import load_specs
+    from chronos.stages.knob_sections import hand_written
 
     attorch, bert = (ROOT / "data/kernels/captured" / w for w in ("attorch_lm", "bert"))
     row = hand_written(attorch, load_specs(attorch / "specs.json")[0])

@@ -32,18 +32,6 @@ NOT_INDUCTOR = "not applicable: a hand-written Triton kernel"
 configs of the kernels Inductor generates; a JIT function's own @triton.autotune (if any) runs in stock."""
 
 
-def hand_written(folder: Path, spec) -> dict | None:
-    """The row of a kernel that is not Inductor's (its capture names a module outside torch._inductor), None
-    for an Inductor kernel or where the capture names no module."""
-    from chronos.tuning.parts import triton_identity
-
-    module = ((triton_identity(folder) or {}).get(spec.kernel) or {}).get("module_name") or ""
-    if not module or module.startswith("torch._inductor"):
-        return None
-    return {"kernel": spec.kernel, "error": f"{NOT_INDUCTOR} ({module}): Inductor's max-autotune and "
-            "coordinate descent choose configs for the kernels Inductor generates, not for it"}
-
-
 def anchor_entry(folder: Path, spec) -> dict:
     """The kernel's record in the anchors manifest ({mode: its config compiled}; {} where it has none)."""
     manifest = folder / MANIFEST

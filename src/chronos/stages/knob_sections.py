@@ -16,7 +16,7 @@ from chronos.kernels.profile import measured_gpu_ms, time_share, weighted_speedu
 from chronos.kernels.spec import read_ptx
 from chronos.measure.backend import ReplayBackend
 from chronos.search.headroom import selected
-from chronos.search.knob_anchors import anchors_kernel, anchors_summary, hand_written
+from chronos.search.knob_anchors import NOT_INDUCTOR, anchors_kernel, anchors_summary
 from chronos.search.knob_blocks import blocks_kernel, blocks_summary, nothing_to_try, prior_winner, v3_winner
 from chronos.search.knob_census import census_family, census_kernel, knob_summary, racy
 from chronos.search.knob_ptx import joint_kernel, joint_summary, knob_winner
@@ -24,6 +24,7 @@ from chronos.search.knob_walk import walk_kernel, walk_summary
 from chronos.stages.common import command_line, run_stage, write_json
 from chronos.stages.measuring import add_backend_arguments, open_backend
 from chronos.toolchain import ptxas_version
+from chronos.tuning.parts import triton_identity
 from chronos.tuning.ptxas import deploy_ptxas, ptxas_mismatch, recorded_ptxas
 
 SUMMARIES = {"knob_census": knob_summary, "knob_ptx": joint_summary, "knob_blocks": blocks_summary,
@@ -80,6 +81,16 @@ FOLLOWS_PTX = ("knob_blocks", "knob_walk")
 """Sections that build on knob_ptx's winner: a kernel knob_ptx has not measured has nothing to build on yet
 (not "nothing won there", which would count it at 1.0)."""
 WAITS_FOR_PTX = "not_measured: knob_ptx has not measured it yet (run stage knob_ptx on a GPU first)"
+
+
+def hand_written(folder: Path, spec) -> dict | None:
+    """The row of a kernel that is not Inductor's (its capture names a module outside torch._inductor), None
+    for an Inductor kernel or where the capture names no module."""
+    module = ((triton_identity(folder) or {}).get(spec.kernel) or {}).get("module_name") or ""
+    if not module or module.startswith("torch._inductor"):
+        return None
+    return {"kernel": spec.kernel, "error": f"{NOT_INDUCTOR} ({module}): Inductor's max-autotune and "
+            "coordinate descent choose configs for the kernels Inductor generates, not for it"}
 
 
 def settler(args, folder: Path, family: str):
