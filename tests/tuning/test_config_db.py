@@ -240,7 +240,7 @@ def test_a_part_timed_with_another_ptxas_than_the_kernel_deploys_with_is_left_ou
         return write_configs(folder, parts, tmp_path / f"{version}.sqlite")
 
     same, other = deployed_with(timed), deployed_with("11.0.1")
-    assert same["ptx_entries"] > 0 and set(same["left_out"].values()) <= {"no confirmed winner"}
+    assert same["ptx_entries"] > 0 and not any("ptxas" in why for why in same["left_out"].values())
     assert other["ptx_entries"] == 0 and other["entries"] == 0
     stale = f"measured with ptxas {timed}; its capture's Triton assembles it with 11.0.1"
     assert sum(w.startswith(stale) for w in other["left_out"].values()) == same["ptx_entries"]

@@ -140,7 +140,7 @@ class KnobCensusConfig:
     families: tuple[str, ...] = (*FAMILIES, *PENDING_FAMILIES)
     """Captured workloads only (registered or pending: config.workloads.PENDING, item 7's two): their
     kernels' TTIR is what the knob variants are compiled from."""
-    per_family: int = 24
+    per_family: int = 32
     select: str = "profile+measured_time"
     """Which kernels (SELECT, chronos.search.headroom.selected): `profile` (the captures' profiles hold no
     per-kernel times: capture order, one kernel per entry name), `measured_time` (launches x tune's stock
