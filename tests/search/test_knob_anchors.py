@@ -129,11 +129,12 @@ def test_the_stages_run_on_replay_and_say_that_nothing_is_measured_yet(tmp_path)
 def test_a_hand_written_kernel_has_no_inductor_anchor_and_an_inductor_kernel_has():
     from chronos.kernels.spec import load_specs
     from chronos.stages.knob_sections import hand_written
+    from chronos.tuning.parts import triton_identity
 
     attorch, bert = (ROOT / "data/kernels/captured" / w for w in ("attorch_lm", "bert"))
-    row = hand_written(attorch, load_specs(attorch / "specs.json")[0])
+    row = hand_written(triton_identity(attorch), load_specs(attorch / "specs.json")[0])
     assert row["error"].startswith(NOT_INDUCTOR) and "(attorch." in row["error"]
-    assert hand_written(bert, load_specs(bert / "specs.json")[0]) is None
+    assert hand_written(triton_identity(bert), load_specs(bert / "specs.json")[0]) is None
     s = anchors_summary([row, {"kernel": "k", "error": "not_measured (run this stage on a GPU)"}])
     assert s["not_applicable"] == 1 and s["measured"] == 0
 

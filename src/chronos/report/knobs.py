@@ -6,6 +6,15 @@ from __future__ import annotations
 FIELDS = ("kernels", "measured", "faster", "time_geomean", "exact_share")
 
 
+NOT_APPLICABLE = ("every kernel is hand-written Triton: Inductor's tuners choose configs only for the "
+                  "kernels Inductor generates")
+
+
+def _not_applicable(s: dict) -> bool:
+    """A stage knob_anchors summary whose every kernel is hand-written (no Inductor tuner applies)."""
+    return not s.get("measured") and bool(s.get("kernels")) and s.get("not_applicable") == s["kernels"]
+
+
 def _workload(family: str) -> str:
     return family.split("/", 1)[1] if family.startswith("captured/") else family
 
@@ -30,7 +39,7 @@ def knob_metrics(census: dict | None, joint: dict | None = None, blocks: dict | 
                     **{k: s[k] for k in ("stock_kept", "selected_time_share", "measured_time_share",
                                          "triton_time_speedup") if s.get(k) is not None}}
     for family, s in ((anchors or {}).get("summary") or {}).items():
-        if not s.get("measured") and s.get("kernels") and s.get("not_applicable") == s["kernels"]:
+        if _not_applicable(s):
             w, why = _workload(family), NOT_APPLICABLE
             out.setdefault("anchor", {})[w] = {"not_applicable": why, **{
                 m: {"kernels": 0, "time_geomean": None} for m in ("max_autotune", "coordesc")}}
@@ -44,10 +53,6 @@ def knob_metrics(census: dict | None, joint: dict | None = None, blocks: dict | 
                 out["anchor"][w]["per_kernel_head_to_head"] = dict(s["head_to_head"])
             out.setdefault("v3_on_coordesc", {})[w] = dict(s["v3_on_coordesc"])
     return out
-
-
-NOT_APPLICABLE = ("every kernel is hand-written Triton: Inductor's tuners choose configs only for the "
-                  "kernels Inductor generates")
 
 
 def _x(v) -> str:
@@ -155,8 +160,7 @@ def kernel_anchors_section(anchors: dict | None) -> list[str]:
     summary = {f: s for f, s in every.items() if s.get("measured")}
     if not summary:
         return []
-    aside = [_workload(f) for f, s in every.items() if not s.get("measured") and s.get("kernels")
-             and s.get("not_applicable") == s["kernels"]]
+    aside = [_workload(f) for f, s in every.items() if _not_applicable(s)]
     note = ("Inductor's tuners per kernel (stage knob_anchors): the config max-autotune and coordinate "
             "descent keep for each stock kernel, tuned by Inductor itself on the kernel's own inputs "
             "(scripts/make_anchor_variants.py: the kernels with the most GPU time among the stages' "

@@ -83,10 +83,10 @@ FOLLOWS_PTX = ("knob_blocks", "knob_walk")
 WAITS_FOR_PTX = "not_measured: knob_ptx has not measured it yet (run stage knob_ptx on a GPU first)"
 
 
-def hand_written(folder: Path, spec) -> dict | None:
-    """The row of a kernel that is not Inductor's (its capture names a module outside torch._inductor), None
-    for an Inductor kernel or where the capture names no module."""
-    module = ((triton_identity(folder) or {}).get(spec.kernel) or {}).get("module_name") or ""
+def hand_written(identity: dict, spec) -> dict | None:
+    """The row of a kernel that is not Inductor's (its capture's `identity`, triton.json, names a module
+    outside torch._inductor), None for an Inductor kernel or where the capture names no module."""
+    module = (identity.get(spec.kernel) or {}).get("module_name") or ""
     if not module or module.startswith("torch._inductor"):
         return None
     return {"kernel": spec.kernel, "error": f"{NOT_INDUCTOR} ({module}): Inductor's max-autotune and "
@@ -98,10 +98,12 @@ def settler(args, folder: Path, family: str):
     it is measured): float atomics are skipped (no variant can be verified bit-exactly); in knob_anchors, a
     hand-written kernel has no Inductor tuner to anchor it; in knob_blocks and knob_walk, a kernel knob_ptx
     has not measured waits for it; in knob_blocks, a kernel with nothing to try keeps stock."""
+    identity = (triton_identity(folder) or {}) if args.section == "knob_anchors" else {}  # read once
+
     def settled(spec) -> dict | None:
         if row := racy(spec, read_ptx(folder / "specs.json", spec)):
             return row
-        if args.section == "knob_anchors" and (row := hand_written(folder, spec)):
+        if args.section == "knob_anchors" and (row := hand_written(identity, spec)):
             return row
         if args.section in FOLLOWS_PTX and not (args.joint_parts / family / f"{spec.kernel}.json").is_file():
             return {"kernel": spec.kernel, "error": WAITS_FOR_PTX}
