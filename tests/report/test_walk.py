@@ -65,3 +65,16 @@ def test_v3_counts_every_kernel_at_its_latest_stages_winner_and_keeps_the_walks_
     assert "walk_time_geomean" not in metrics["v3"]["flex"]
     row = next(ln for ln in walk_section(walk, blocks, metrics["v3"]) if ln.startswith("| llama"))
     assert row.endswith(f"| {llama['time_geomean']:.4f}× (2/3) |")
+
+
+def test_a_walk_that_timed_no_candidate_keeps_the_earlier_steps_exact_share_and_says_so():
+    walk = {"provenance": {"gpu": "NVIDIA H100 80GB HBM3"},
+            "summary": {"captured/attorch_lm": {**_summary(), "exact_share": None},
+                        "captured/llama": _summary()}}
+    metrics = {"v3": {"attorch_lm": {"time_geomean": 1.017, "exact_share": 0.766},
+                      "llama": {"time_geomean": 1.07, "exact_share": 0.5}}}
+    walk_metrics(walk, metrics)
+    assert metrics["v3"]["attorch_lm"]["exact_share"] == 0.766
+    assert metrics["v3"]["attorch_lm"]["exact_share_from"] == "before_walk"
+    assert metrics["v3"]["llama"]["exact_share"] == _summary()["exact_share"]
+    assert "exact_share_from" not in metrics["v3"]["llama"]

@@ -47,9 +47,13 @@ def walk_metrics(walk: dict | None, metrics: dict, earlier: dict[str, dict | Non
         if not s.get("measured"):
             continue
         w = _workload(family)
-        before = (metrics.get("v3") or {}).get(w, {}).get("time_geomean")
-        metrics.setdefault("v3", {})[w] = {**{k: s[k] for k in V3 if k in s}, "gpu": _gpu(walk),
-                                           "before_walk": before}
+        prior = (metrics.get("v3") or {}).get(w, {})
+        entry = {**{k: s[k] for k in V3 if k in s}, "gpu": _gpu(walk),
+                 "before_walk": prior.get("time_geomean")}
+        if entry.get("exact_share") is None and prior.get("exact_share") is not None:
+            # the walk timed no candidate (no walk roots: hand-written kernels): the earlier step's share
+            entry.update(exact_share=prior["exact_share"], exact_share_from="before_walk")
+        metrics.setdefault("v3", {})[w] = entry
         if s["v3_on_coordesc"]["kernels"]:
             ptx_only = (metrics.get("v3_on_coordesc") or {}).get(w, {}).get("time_geomean")
             metrics.setdefault("v3_on_coordesc", {})[w] = {**s["v3_on_coordesc"], "ptx_only": ptx_only}
