@@ -11,6 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 from chronos.files import read_json
+from chronos.report.anchor_runs import across_runs, recorded_runs
 from chronos.tuning.deploy_rule import confirmation, deploys
 
 
@@ -76,12 +77,22 @@ def workload_summary(d: Path, replay: dict | None = None) -> dict:
         out["e2e_one_process"] = one_process_summary(one)
         if one.get("anchors"):  # Inductor's tuners took turns in this run too: it is the anchors' as well
             out["e2e_anchors"] = out["e2e_one_process"]
-    if (d / "e2e-anchors.json").is_file():  # an anchors run of its own
+    return out | anchor_runs(d, out.get("e2e_anchors"))
+
+
+def anchor_runs(d: Path, latest: dict | None) -> dict:
+    """e2e-anchors.json (an anchors run of its own): the anchors where the latest run timed none, else
+    `e2e_anchors_earlier` where it timed a tuner the latest did not; and the tuners' range over every
+    recorded anchors run (each is one draw of them)."""
+    out = {}
+    if (d / "e2e-anchors.json").is_file():
         own = one_process_summary(read_json(d / "e2e-anchors.json", "end-to-end result"))
-        if "e2e_anchors" not in out:
+        if latest is None:
             out["e2e_anchors"] = own
-        elif set(own["anchors"]) - set(out["e2e_anchors"]["anchors"]):  # it timed a tuner the latest did not
+        elif set(own["anchors"]) - set(latest["anchors"]):
             out["e2e_anchors_earlier"] = own
+    if len(runs := recorded_runs(d)) > 1:
+        out["e2e_anchor_runs"] = across_runs(runs)
     return out
 
 

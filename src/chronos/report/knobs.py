@@ -3,6 +3,8 @@ metrics and as a section of reports/README.md."""
 
 from __future__ import annotations
 
+from chronos.report.anchor_runs import across_runs_lines
+
 FIELDS = ("kernels", "measured", "faster", "time_geomean", "exact_share")
 
 
@@ -137,7 +139,7 @@ def anchors_section(anchors: dict) -> list[str]:
         lines.append(_anchors_row(w, a))
         if "earlier_run" in a:  # a tuner the latest run did not time: its own run's row, its own v3
             lines.append(_anchors_row(f"{w} (earlier run)", a["earlier_run"]))
-    return lines
+    return lines + across_runs_lines(rows)
 
 
 def _anchors_row(label: str, a: dict) -> str:

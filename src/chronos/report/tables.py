@@ -227,6 +227,8 @@ def captured_metrics(captured: dict | None) -> dict:
             out.setdefault("anchor", {})[w] = anchor_metrics(s["e2e_anchors"])
             if "e2e_anchors_earlier" in s:  # another run, its own v3 DB: never mixed into this run's ratios
                 out["anchor"][w]["earlier_run"] = anchor_metrics(s["e2e_anchors_earlier"])
+            if "e2e_anchor_runs" in s:
+                out["anchor"][w]["across_runs"] = s["e2e_anchor_runs"]
     for name, s in sorted(((captured or {}).get("libraries") or {}).items()):
         tune, tests = s.get("tune", {}), s["tests"]
         out.setdefault("library", {})[name] = {
