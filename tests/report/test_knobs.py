@@ -46,6 +46,7 @@ def test_a_later_step_that_measured_a_workload_gives_its_v3_and_the_anchors_thei
     assert m["anchor"]["flex"] == {"max_autotune": {"kernels": 5, "time_geomean": 1.05},
                                    "coordesc": {"kernels": 6, "time_geomean": 1.08}}
     assert m["v3_on_coordesc"]["flex"]["time_geomean"] == 1.03 and "anchor" not in knob_metrics(census, joint)
+    assert m["v3_on_coordesc"]["flex"]["from"] == "ptx_on_top"  # no walk from coordesc's config yet
     lines = kernel_anchors_section({**anchors, "provenance": {"gpu": "NVIDIA H100 80GB HBM3"}})
     row = next(ln for ln in lines if ln.startswith("| flex |"))
     assert "1.0500× (?/5)" in row and "1.0800× (?/6)" in row and "1.0300× (2/6)" in row

@@ -27,7 +27,7 @@ def test_the_walk_gives_v3_its_latest_numbers_and_keeps_the_earlier_ones_beside_
     assert llama["gpu"] == "H100 80GB HBM3"
     assert metrics["v3"]["flex"] == {"time_geomean": 1.0447}  # not measured by the walk: kept
     assert metrics["v3_on_coordesc"]["llama"] == {"kernels": 5, "faster": 4, "time_geomean": 1.031,
-                                                  "ptx_only": 1.016}
+                                                  "ptx_only": 1.016, "from": "walk"}
     blocks = {"summary": {"captured/llama": {"time_geomean": 1.0759}}}
     lines = walk_section(walk, blocks)
     head = next(ln for ln in lines if ln.startswith("| workload"))

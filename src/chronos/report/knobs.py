@@ -53,7 +53,8 @@ def knob_metrics(census: dict | None, joint: dict | None = None, blocks: dict | 
                                                for m in ("max_autotune", "coordesc")}
             if "head_to_head" in s:
                 out["anchor"][w]["per_kernel_head_to_head"] = dict(s["head_to_head"])
-            out.setdefault("v3_on_coordesc", {})[w] = dict(s["v3_on_coordesc"])
+            # v2 PTX on coordesc's kernel alone; where the walk ran from coordesc's config, it replaces this
+            out.setdefault("v3_on_coordesc", {})[w] = {**s["v3_on_coordesc"], "from": "ptx_on_top"}
     return out
 
 

@@ -56,7 +56,8 @@ def walk_metrics(walk: dict | None, metrics: dict, earlier: dict[str, dict | Non
         metrics.setdefault("v3", {})[w] = entry
         if s["v3_on_coordesc"]["kernels"]:
             ptx_only = (metrics.get("v3_on_coordesc") or {}).get(w, {}).get("time_geomean")
-            metrics.setdefault("v3_on_coordesc", {})[w] = {**s["v3_on_coordesc"], "ptx_only": ptx_only}
+            metrics.setdefault("v3_on_coordesc", {})[w] = {**s["v3_on_coordesc"], "ptx_only": ptx_only,
+                                                            "from": "walk"}
     if earlier is None:
         return
     for w, every in per_kernel_v3({**earlier, "knob_walk": walk}).items():
