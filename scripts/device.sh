@@ -49,7 +49,8 @@
 #   bash scripts/device.sh gpu_tests headroom
 # Several runs in one call may share an OUT: each packs what the earlier ones wrote too. The whole
 # transformers wheel (12 MB) pushes a call past the device's 64 MiB: carry the one scripts/prune_wheel.py makes,
-# holding only its models/auto, llama, gpt2 and bert folders.
+# holding only its models/auto, llama, gpt2 and bert folders. On a branch for the call, cut the captures'
+# tune parts with scripts/slim_tune_parts.py (it checks the selection's kernel times stay the same).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/out}; LIMIT=${LIMIT:-540}; LOGS=$OUT/logs; mkdir -p "$LOGS"

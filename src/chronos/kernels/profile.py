@@ -29,10 +29,15 @@ def measured_gpu_ms(folder: Path) -> dict[str, float]:
     out = {}
     for part in sorted((folder / "tune-parts").glob("*.json")):
         row = json.loads(part.read_text())
-        ms = row.get("baseline_ms") or (row.get("baseline") or {}).get("time_ms")
+        ms = part_stock_ms(row)
         if ms and row.get("kernel") in launches:
             out[row["kernel"]] = launches[row["kernel"]] * ms
     return out
+
+
+def part_stock_ms(row: dict) -> float | None:
+    """A tune part's stock time per launch: `baseline_ms` (a slimmed part) or the baseline's `time_ms`."""
+    return row.get("baseline_ms") or (row.get("baseline") or {}).get("time_ms")
 
 
 def time_share(weights: dict[str, float], kernels: list[str]) -> float | None:
