@@ -20,15 +20,15 @@ RUN_FILES = ("e2e-one-process.json", "e2e-anchors.json")
 KEPT_RUNS = "e2e-anchor-runs"
 
 
-def recorded_runs(folder: Path) -> list[dict]:
-    """The workload's one-process runs that timed Inductor's tuners as CUDA graphs, oldest first."""
-    paths = [folder / n for n in RUN_FILES] + sorted((folder / KEPT_RUNS).glob("*.json"))
+def recorded_runs(folder: Path, loaded: list[dict] | None = None) -> list[dict]:
+    """The workload's one-process runs that timed Inductor's tuners as CUDA graphs, oldest first.
+    `loaded`: RUN_FILES' runs as the caller has already read them (else they are read here)."""
+    if loaded is None:
+        loaded = [read_json(p, "end-to-end result") for p in (folder / n for n in RUN_FILES) if p.is_file()]
+    kept = [(str(p), read_json(p, "end-to-end result")) for p in sorted((folder / KEPT_RUNS).glob("*.json"))]
     runs: dict[str, dict] = {}
-    for path in paths:
-        if not path.is_file():
-            continue
-        run = read_json(path, "end-to-end result")
-        date = (run.get("provenance") or {}).get("date") or str(path)
+    for where, run in [*((f"{folder} ({i})", r) for i, r in enumerate(loaded)), *kept]:
+        date = (run.get("provenance") or {}).get("date") or where
         if run.get("anchors") and run.get("timing") == "cuda_graphs":
             runs.setdefault(date, run)
     return [runs[d] for d in sorted(runs)]

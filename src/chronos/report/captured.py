@@ -72,26 +72,29 @@ def workload_summary(d: Path, replay: dict | None = None) -> dict:
     for name, key in (("e2e.json", "e2e"), ("e2e-deterministic.json", "e2e_deterministic")):
         if (d / name).is_file():
             out[key] = e2e_summary(read_json(d / name, "end-to-end result"))
+    one = None
     if (d / "e2e-one-process.json").is_file():
         one = read_json(d / "e2e-one-process.json", "end-to-end result")
         out["e2e_one_process"] = one_process_summary(one)
         if one.get("anchors"):  # Inductor's tuners took turns in this run too: it is the anchors' as well
             out["e2e_anchors"] = out["e2e_one_process"]
-    return out | anchor_runs(d, out.get("e2e_anchors"))
+    return out | tuner_runs(d, one, out.get("e2e_anchors"))
 
 
-def anchor_runs(d: Path, latest: dict | None) -> dict:
-    """e2e-anchors.json (an anchors run of its own): the anchors where the latest run timed none, else
-    `e2e_anchors_earlier` where it timed a tuner the latest did not; and the tuners' range over every
-    recorded anchors run (each is one draw of them)."""
+def tuner_runs(d: Path, one: dict | None, latest: dict | None) -> dict:
+    """e2e-anchors.json (an anchors run of its own): the anchors where the latest run (`one`, summarized as
+    `latest` where it timed tuners) timed none, else `e2e_anchors_earlier` where it timed a tuner the
+    latest did not; and the tuners' range over every recorded anchors run (each is one draw of them)."""
     out = {}
-    if (d / "e2e-anchors.json").is_file():
-        own = one_process_summary(read_json(d / "e2e-anchors.json", "end-to-end result"))
+    path = d / "e2e-anchors.json"
+    own = read_json(path, "end-to-end result") if path.is_file() else None
+    if own is not None:
+        summary = one_process_summary(own)
         if latest is None:
-            out["e2e_anchors"] = own
-        elif set(own["anchors"]) - set(latest["anchors"]):
-            out["e2e_anchors_earlier"] = own
-    if len(runs := recorded_runs(d)) > 1:
+            out["e2e_anchors"] = summary
+        elif set(summary["anchors"]) - set(latest["anchors"]):
+            out["e2e_anchors_earlier"] = summary
+    if len(runs := recorded_runs(d, [r for r in (one, own) if r is not None])) > 1:
         out["e2e_anchor_runs"] = across_runs(runs)
     return out
 
