@@ -28,6 +28,7 @@
 #     e2e_v3             per workload of $WORKLOADS (default flex): Chronos v3's DB from the knob_ptx,
 #                        knob_blocks and knob_walk parts, then scripts/e2e_one_process.py with it (ROUNDS,
 #                        default 30; ANCHORS="max_autotune coordesc": Inductor's tuners beside it, step by step;
+#                        ANCHOR_DRAWS=N: each tuner compiled N times, caches of its own each: N draws of it;
 #                        GRAPHS=1: each set's CUDA graph of every phase timed, not Python steps;
 #                        LEAVE_OUT="ACTION|GROUP ...": a second DB less the winners using them, timed beside)
 #                        -> data/kernels/captured/<w>/e2e-one-process.json
@@ -159,7 +160,8 @@ print(','.join(workload(n).name for n in (sys.argv[1].split() or NAMES)))" "${WO
         CHRONOS_KEEP_MISSED_PTX="$LOGS/missed-ptx-$w" \
           python3 scripts/e2e_one_process.py "$w" --db "/tmp/v3-$w.sqlite" --rounds "${ROUNDS:-30}" \
             --round-seconds 0.3 --out "data/kernels/captured/$w/e2e-one-process.json" "${also[@]}" \
-            ${ANCHORS:+--anchors $ANCHORS} ${GRAPHS:+--graphs} || return 1
+            ${ANCHORS:+--anchors $ANCHORS} ${ANCHOR_DRAWS:+--anchor-draws $ANCHOR_DRAWS} ${GRAPHS:+--graphs} \
+            || return 1
       done ;;
     *.py) python3 "$t" ${ARGS:-} ;;
     */*) "${SMK[@]}" --force -- "$t" ;;  # an output file: the one job that writes it (a wildcard rule's)

@@ -14,9 +14,11 @@ tuned whether the tuned kernels keep every bit. Time: `--rounds` rounds; in each
 `speedup` = stock / tuned and `aa` = stock / stock_copy over the summed step times (and per phase),
 reported as median, IQR and a bootstrap 95% CI over rounds. `--anchors max_autotune coordesc`: Inductor's
 tuners, each the workload built and compiled again with its options in the same process, take their turns
-too; per anchor stock / anchor and anchor / tuned (Chronos v3 over it). `--graphs`: each set and anchor
-times its CUDA graph of every phase (scripts/e2e_graphs.py: no host time between launches), each graph
-checked to replay its eager step's bits; outputs are hashed from one RNG state per phase. `--also NAME=DB`:
+too; per anchor stock / anchor and anchor / tuned (Chronos v3 over it); `--anchor-draws N`: each tuner
+compiled N times, caches of its own each (one compile is one draw of a tuner: scripts/e2e_anchors.py).
+`--graphs`: each set and anchor times its CUDA graph of every phase (scripts/e2e_graphs.py: no host time
+between launches), each graph checked to replay its eager step's bits; outputs are hashed from one RNG
+state per phase. `--also NAME=DB`:
 more tuned sets, each with its own DB (e.g. `chronos tune --leave-out-actions`: the DB less a class of
 actions), timed beside the others, per set stock / it and tuned / it. Status: ran on
 an H100 (2026-12-05: flex 1.0088x, A/A 1.0012, reports/h200_runs/2026-12-05-h100; with the anchors, flex
@@ -27,7 +29,6 @@ and bert, reports/h200_runs/2026-12-05b-h100); with --graphs and the anchors, al
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import random
@@ -42,17 +43,11 @@ sys.path.insert(0, str(HERE))
 
 import e2e_graphs
 from e2e import _digest, _load_workloads, build_phases, steps_per_phase, summarize
+from e2e_anchors import ANCHORS, anchor_runs, anchor_verdicts, build_anchors, draws_verdict
 
 from chronos.errors import one_line
 
 SETS = ("stock", "stock_copy", "tuned")
-ANCHORS = {"max_autotune": {"max_autotune": True},
-           "coordesc": {"max_autotune": True, "coordinate_descent_tuning": True}}
-"""Inductor's own tuners (#28 item 5), each the whole workload compiled again with these options: the step
-is where they compare with stock and Chronos v3 (per kernel they launch other kernels: other fusions,
-templates whose block sizes are folded into their source)."""
-
-
 def isolate() -> None:
     """Inductor compiles in this process (its compile workers would never see the hook), no cache serves a
     kernel that skipped Triton's stages."""
@@ -207,66 +202,6 @@ def verdicts(times: dict, phases: dict) -> dict:
     return both
 
 
-def anchor_verdicts(times: dict, phases: dict, bitwise: dict[str, bool]) -> dict:
-    """Per anchor: stock / anchor (the tuner's own speedup) and anchor / tuned (Chronos v3 over it), per step
-    and per phase, and whether its outputs kept stock's bits."""
-    out = {}
-    for a, same in bitwise.items():
-        out[a] = {"speedup": summarize(ratios(times, "stock", a)),
-                  "v3_over": summarize(ratios(times, a, "tuned")), "bitwise": same,
-                  "per_phase": {ph: {"speedup": summarize(ratios(times, "stock", a, ph)),
-                                     "v3_over": summarize(ratios(times, a, "tuned", ph))} for ph in phases}}
-    return out
-
-
-@contextlib.contextmanager
-def compiled_with(options: dict):
-    """Every torch.compile the workload calls while it is built here gets these Inductor options: a backend
-    of its own, so that dynamo compiles the workload afresh rather than serving stock's graphs."""
-    import torch
-
-    plain = torch.compile
-
-    def with_options(*args, **kwargs):
-        kwargs["options"] = {**kwargs.get("options", {}), **options}
-        return plain(*args, **kwargs)
-
-    torch.compile = with_options
-    try:
-        yield
-    finally:
-        torch.compile = plain
-
-
-def build_anchors(workloads, workload: str, names: list[str], digests: dict) -> tuple[dict, dict]:
-    """Each anchor's phases (the workload built and compiled again under that tuner, same seed), warmed up,
-    and whether its outputs equal stock's bit for bit (its digests added to `digests`)."""
-    import torch
-    import torch._dynamo
-
-    # each anchor compiles the workload's functions again: stock's and the anchors' graphs together pass
-    # dynamo's default of 8 per function, past which it silently runs the function eagerly (flex's decode
-    # at 14x stock's time, H100, 2026-12-05)
-    limit = 8 * (1 + len(names))
-    torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, limit)
-    if hasattr(torch._dynamo.config, "accumulated_recompile_limit"):
-        torch._dynamo.config.accumulated_recompile_limit = max(
-            torch._dynamo.config.accumulated_recompile_limit, 32 * limit)
-    built, bitwise = {}, {}
-    for a in names:
-        with compiled_with(ANCHORS[a]):
-            torch.manual_seed(0)
-            phases = build_phases(workloads, workload)
-            for _ in range(2):  # compile, autotune, settle
-                for fn in phases.values():
-                    fn()
-        torch.cuda.synchronize()
-        built[a] = phases
-        digests[a] = seeded_digests(phases)
-        bitwise[a] = digests[a] == digests["stock"]
-    return built, bitwise
-
-
 def graphed(phases: dict, sets: dict, anchors: dict, digests: dict) -> tuple[dict, dict]:
     """Every run's phases as CUDA graph replays (e2e_graphs), whether one replay of each kept the eager
     step's bits, and which phases stayed eager."""
@@ -343,6 +278,8 @@ def main() -> int:
     p.add_argument("--workloads", type=Path, default=HERE / "workloads.py")
     p.add_argument("--anchors", nargs="*", default=[], choices=list(ANCHORS),
                    help="Inductor's tuners timed beside stock and Chronos v3, each its own compile")
+    p.add_argument("--anchor-draws", type=int, default=1,
+                   help="each tuner compiled N times, caches of its own each (scripts/e2e_anchors.py)")
     p.add_argument("--graphs", action="store_true",
                    help="time each set's CUDA graph of every phase (scripts/e2e_graphs.py), not Python steps")
     p.add_argument("--also", nargs="+", default=[], metavar="NAME=DB",
@@ -366,7 +303,8 @@ def main() -> int:
     also = build_also(args.also, sets, phases)
     built = {name: kernel_sets.jit_compiled(ks) for name, ks in sets.items()}
     same, digests = outputs(phases, sets)
-    anchors, bitwise = build_anchors(workloads, args.workload, args.anchors, digests)
+    runs = anchor_runs(args.anchors, args.anchor_draws)
+    anchors, bitwise = build_anchors(workloads, args.workload, runs, digests, seeded_digests)
     replaced, graphs = graphed(phases, sets, anchors, digests) if args.graphs else (None, None)
     stock_steps = (replaced or {"stock": phases})["stock"]
     steps = steps_per_phase(timed(stock_steps, dict.fromkeys(phases, 3)), 3, args.round_seconds)
@@ -376,11 +314,13 @@ def main() -> int:
            "steps": steps, "configs_applied": sets["tuned"].configs, "hook": hook,
            "jit_compiled_after_build": {n: kernel_sets.jit_compiled(ks) - built[n] for n, ks in sets.items()},
            "outputs": same,
-           **verdicts(times, phases), "anchors": anchor_verdicts(times, phases, bitwise),
+           **verdicts(times, phases), "anchors": anchor_verdicts(ratios, times, phases, bitwise),
+           "anchor_draws": args.anchor_draws,
            "also": also_verdicts(times, phases, also, digests),
            "times": times, "provenance": {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
                                           "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                                           "command": " ".join(sys.argv)}}
+    out["draws"] = draws_verdict(out["anchors"])
     args.out.write_text(json.dumps(out, indent=1) + "\n")
     print(json.dumps({k: out[k] for k in ("kernels", "outputs", "speedup", "aa")}))
     print(deployed(hook, out["configs_applied"]))
@@ -393,6 +333,9 @@ def main() -> int:
     for a, v in out["anchors"].items():
         print(f"{a}: stock/anchor {v['speedup']['median']:.4f} {v['speedup']['ci95']}, anchor/v3 "
               f"{v['v3_over']['median']:.4f} {v['v3_over']['ci95']}, bitwise {v['bitwise']}")
+    for tuner, d in out["draws"].items():
+        print(f"{tuner}: {d['draws']} draws, stock/draw {d['step_speedup']}; v3 ahead of {d['v3_ahead']}, "
+              f"behind {d['v3_behind']}, level with {d['v3_level']}")
     return 0
 
 

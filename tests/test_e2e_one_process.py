@@ -48,6 +48,46 @@ def _script():
     return mod
 
 
+def _anchors():
+    _script()
+    import e2e_anchors
+
+    return e2e_anchors
+
+
+def test_each_draw_of_a_tuner_compiles_under_its_options_with_caches_of_its_own(monkeypatch):
+    """--anchor-draws 2: coordesc and coordesc_draw2, each built in an Inductor cache directory of its own
+    (a draw would otherwise be served the first one's benchmarked choices), judged each against stock."""
+    import os
+
+    mod = _anchors()
+    assert mod.anchor_runs(["max_autotune", "coordesc"], 2) == ["max_autotune", "max_autotune_draw2",
+                                                                "coordesc", "coordesc_draw2"]
+    with pytest.raises(SystemExit, match="at least 1"):
+        mod.anchor_runs(["coordesc"], 0)
+    seen = []
+
+    def build(workloads, workload):
+        seen.append((os.environ["TORCHINDUCTOR_CACHE_DIR"], torch.compile(len)))
+        return {"train": lambda: None}
+
+    monkeypatch.setattr(mod, "build_phases", build)
+    monkeypatch.setattr(torch, "compile", lambda *a, **k: k.get("options"))
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    digests = {"stock": {"train": "s"}}
+    built, bitwise = mod.build_anchors(None, "w", ["coordesc", "coordesc_draw2"], digests,
+                                       lambda phases: {"train": "s"})
+    assert set(built) == {"coordesc", "coordesc_draw2"} and bitwise == dict.fromkeys(built, True)
+    outside = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    assert len({d for d, _ in seen}) == 2 and all(d != outside for d, _ in seen)
+    assert [o for _, o in seen] == [mod.ANCHORS["coordesc"] | {"trace.debug_dir": d} for d, _ in seen]
+    v = {"speedup": {"median": 1.02}, "v3_over": {"ci95": [0.97, 0.99]}}
+    w = {"speedup": {"median": 0.99}, "v3_over": {"ci95": [1.01, 1.03]}}
+    got = mod.draws_verdict({"coordesc": v, "coordesc_draw2": w, "max_autotune": v})
+    assert got == {"coordesc": {"draws": 2, "step_speedup": [1.02, 0.99], "v3_ahead": 1, "v3_behind": 1,
+                                "v3_level": 0}}  # a tuner drawn once has no verdict over draws
+
+
 def test_outputs_tell_a_tuned_set_that_changed_bits_from_one_that_did_not(monkeypatch):
     mod = _script()
     current = {"set": "stock"}
@@ -70,7 +110,7 @@ def test_digests_start_each_phase_from_one_rng_state_so_dropout_masks_agree_betw
 
 
 def test_compiled_with_gives_every_torch_compile_inside_the_options_and_restores_it():
-    mod = _script()
+    mod = _anchors()
     seen = []
     plain = torch.compile
     try:
@@ -106,7 +146,7 @@ def test_anchors_take_their_turns_and_are_judged_against_stock_and_the_tuned_set
     anchors = {"max_autotune": {"train": phase("max_autotune")}}
     times = mod.rounds(phases, sets, {"train": 1}, 4, anchors)
     assert {k: len(v) for k, v in times.items()} == dict.fromkeys((*mod.SETS, "max_autotune"), 4)
-    got = mod.anchor_verdicts(times, phases, {"max_autotune": False})["max_autotune"]
+    got = mod.anchor_verdicts(mod.ratios, times, phases, {"max_autotune": False})["max_autotune"]
     assert got["speedup"]["median"] == pytest.approx(1.0 / 0.9)
     assert got["v3_over"]["median"] == pytest.approx(0.9 / 0.8) and got["bitwise"] is False
     assert used[-1] == "stock"
@@ -158,7 +198,7 @@ def test_an_anchor_compiles_afresh_where_a_second_stock_model_reuses_stock_s_gra
     from torch._dynamo.utils import counters
 
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
-    mod = _script()
+    mod = _anchors()
 
     class Net(torch.nn.Module):
         def __init__(self):
@@ -178,6 +218,10 @@ def test_an_anchor_compiles_afresh_where_a_second_stock_model_reuses_stock_s_gra
         anchor = torch.compile(Net())
     anchor(x)
     assert counters["stats"]["unique_graphs"] == first + 1
+    for draw in (2, 3):  # --anchor-draws: the same tuner again, each draw compiled afresh
+        with mod.own_caches() as own, mod.compiled_with({"max_autotune": True} | own):
+            torch.compile(Net())(x)
+        assert counters["stats"]["unique_graphs"] == first + draw
     torch._dynamo.reset()
 
 

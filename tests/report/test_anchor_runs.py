@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from chronos.report.anchor_runs import KEPT_RUNS, across_runs, across_runs_lines, recorded_runs
+from chronos.report.anchor_runs import KEPT_RUNS, across_runs, across_runs_lines, recorded_runs, tuner_of
 
 CAPTURED = Path(__file__).resolve().parents[2] / "data/kernels/captured"
 
@@ -37,7 +37,27 @@ def test_runs_are_taken_once_per_date_with_cuda_graphs_and_anchors_oldest_first(
     assert (c["v3_ahead"], c["v3_behind"], c["v3_level"]) == (1, 1, 0)
     line = across_runs_lines({"bert": {"across_runs": got}})[-1]
     assert line.startswith("- bert, 2 runs") and "ahead in 1, behind in 1, level in 0 of 2" in line
-    assert across_runs_lines({"bert": {"across_runs": {**got, "runs": 1}}}) == []
+    assert across_runs_lines({"bert": {"across_runs": across_runs([latest])}}) == []  # one draw: no range
+
+
+def test_a_runs_draws_of_a_tuner_count_each_as_one_beside_the_other_runs():
+    """--anchor-draws: `coordesc`, `coordesc_draw2`, ... are draws of coordesc, each judged against its run's
+    v3; a single run with several draws already has a range worth a line."""
+    one = _run("2026-12-08T10:00:00Z", 1.01, 1.02, (0.98, 0.99))
+    one["anchors"] |= {"coordesc_draw2": {"speedup": {"median": 0.98, "ci95": [0.97, 0.99]},
+                                          "v3_over": {"median": 1.03, "ci95": [1.02, 1.04]}},
+                       "coordesc_draw3": {"speedup": {"median": 1.0, "ci95": [0.99, 1.01]},
+                                          "v3_over": {"median": 1.0, "ci95": [0.99, 1.01]}}}
+    assert tuner_of("coordesc_draw3") == "coordesc" and tuner_of("max_autotune") == "max_autotune"
+    got = across_runs([one, _run("2026-12-07T10:00:00Z", 1.0, 1.0, (1.01, 1.02))])
+    c = got["coordesc"]
+    assert (got["runs"], c["runs"], c["draws"]) == (2, 2, 4) and set(got) - {"runs", "v3_min", "v3_max"} == {
+        "coordesc"}
+    assert (c["step_speedup_min"], c["step_speedup_median"], c["step_speedup_max"]) == (0.98, 1.0, 1.02)
+    assert (c["v3_ahead"], c["v3_behind"], c["v3_level"]) == (2, 1, 1)
+    assert "level in 1 of 4 draws in 2 runs" in across_runs_lines({"bert": {"across_runs": got}})[-1]
+    alone = across_runs([one])
+    assert "of 3 draws in 1 run)" in across_runs_lines({"bert": {"across_runs": alone}})[-1]
 
 
 def test_an_interval_across_one_is_level_not_a_win():
@@ -53,4 +73,4 @@ def test_the_committed_bert_runs_show_the_tuner_varies_while_v3_holds():
     # one draw of the tuner can land either side of v3: the range is wider than any run's interval
     assert coordesc["step_speedup_max"] - coordesc["step_speedup_min"] > 0.03
     assert got["v3_max"] - got["v3_min"] < 0.005
-    assert coordesc["v3_ahead"] + coordesc["v3_behind"] + coordesc["v3_level"] == coordesc["runs"]
+    assert coordesc["v3_ahead"] + coordesc["v3_behind"] + coordesc["v3_level"] == coordesc["draws"]

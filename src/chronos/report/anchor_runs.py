@@ -7,14 +7,20 @@ collects a workload's side-by-side runs with anchors timed as CUDA graphs (e2e-o
 e2e-anchors.json, and earlier ones kept in e2e-anchor-runs/; one per provenance date) and says per tuner its
 range of stock / tuner and in how many runs Chronos v3's step was ahead of it, behind it or level (the run's
 tuner / v3 interval above 1, below 1, or across 1). Each run's v3 is that run's DB: the ratios stay per run.
+A run may time several draws of a tuner (scripts/e2e_one_process.py --anchor-draws: `coordesc`,
+`coordesc_draw2`, ...): each draw counts as one, beside the others of its tuner.
 """
 
 from __future__ import annotations
 
+import re
 import statistics
 from pathlib import Path
 
 from chronos.files import read_json
+
+DRAW = "_draw"
+"""An anchor run's name past a tuner's first draw: `<tuner>_draw<k>`."""
 
 RUN_FILES = ("e2e-one-process.json", "e2e-anchors.json")
 KEPT_RUNS = "e2e-anchor-runs"
@@ -34,38 +40,53 @@ def recorded_runs(folder: Path, loaded: list[dict] | None = None) -> list[dict]:
     return [runs[d] for d in sorted(runs)]
 
 
+def tuner_of(anchor: str) -> str:
+    """The tuner an anchor run drew: `coordesc_draw2` -> `coordesc`."""
+    return re.sub(rf"{DRAW}\d+$", "", anchor)
+
+
 def across_runs(runs: list[dict]) -> dict:
-    """Per tuner: its runs, min / median / max of stock / tuner, the runs v3 was ahead, behind, level."""
+    """Per tuner: its runs and draws, min / median / max of stock / tuner over its draws, the draws v3 was
+    ahead of, behind, level with (each against its own run's v3)."""
     v3 = [r["speedup"]["median"] for r in runs]
     out: dict = {"runs": len(runs), "v3_min": min(v3), "v3_max": max(v3)}
-    for tuner in sorted({a for r in runs for a in r["anchors"]}):
-        timed = [r["anchors"][tuner] for r in runs if tuner in r["anchors"]]
+    for tuner in sorted({tuner_of(a) for r in runs for a in r["anchors"]}):
+        timed = [v for r in runs for a, v in r["anchors"].items() if tuner_of(a) == tuner]
         step = [a["speedup"]["median"] for a in timed]
         low = [a["v3_over"]["ci95"][0] for a in timed]
         high = [a["v3_over"]["ci95"][1] for a in timed]
         ahead, behind = sum(lo > 1.0 for lo in low), sum(hi < 1.0 for hi in high)
-        out[tuner] = {"runs": len(timed), "step_speedup_min": min(step),
+        out[tuner] = {"runs": sum(any(tuner_of(a) == tuner for a in r["anchors"]) for r in runs),
+                      "draws": len(timed), "step_speedup_min": min(step),
                       "step_speedup_median": statistics.median(step), "step_speedup_max": max(step),
                       "v3_ahead": ahead, "v3_behind": behind, "v3_level": len(timed) - ahead - behind}
     return out
 
 
 def across_runs_lines(anchors: dict) -> list[str]:
-    """One sentence per workload with more than one recorded anchors run (metrics' anchor.<w>.across_runs)."""
+    """One sentence per workload with a tuner drawn more than once (metrics' anchor.<w>.across_runs)."""
     lines = []
     for w, a in sorted(anchors.items()):
         runs = a.get("across_runs")
-        if not runs or runs["runs"] < 2:
+        if not runs or max(s.get("draws", 1) for s in runs.values() if isinstance(s, dict)) < 2:
             continue
         per = [f"{t.replace('_', '-')} {s['step_speedup_min']:.4f}–{s['step_speedup_max']:.4f} × stock "
                f"(median {s['step_speedup_median']:.4f}; v3 ahead in {s['v3_ahead']}, behind in "
-               f"{s['v3_behind']}, level in {s['v3_level']} of {s['runs']})"
+               f"{s['v3_behind']}, level in {s['v3_level']} of {_draws(s)})"
                for t, s in runs.items() if isinstance(s, dict)]
         lines.append(f"- {w}, {runs['runs']} runs (v3 {runs['v3_min']:.4f}–{runs['v3_max']:.4f} × stock): "
                      + "; ".join(per) + ".")
     if not lines:
         return []
     note = ("Across runs: a tuner benchmarks its choices in the process that compiles the workload, so each "
-            "run is one draw of it (every recorded side-by-side run with CUDA graphs; each run's v3 is its "
-            "own DB's; ahead / behind: that run's tuner / v3 interval above / below 1).")
+            "compile is one draw of it (every recorded side-by-side run with CUDA graphs, each of its draws "
+            "with caches of its own where a run drew a tuner more than once; each run's v3 is its own DB's; "
+            "ahead / behind: that draw's tuner / v3 interval above / below 1).")
     return ["", note, "", *lines]
+
+
+def _draws(s: dict) -> str:
+    """'5' where each run drew the tuner once, else 'N draws in R runs'."""
+    draws = s.get("draws", s["runs"])
+    runs = f"{s['runs']} run" + ("s" if s["runs"] != 1 else "")
+    return str(draws) if draws == s["runs"] else f"{draws} draws in {runs}"
