@@ -45,6 +45,12 @@ def tuner_of(anchor: str) -> str:
     return re.sub(rf"{DRAW}\d+$", "", anchor)
 
 
+def draw_of(anchor: str) -> int:
+    """Which draw of its tuner an anchor run is: `coordesc` 1, `coordesc_draw2` 2."""
+    m = re.search(rf"{DRAW}(\d+)$", anchor)
+    return int(m.group(1)) if m else 1
+
+
 def across_runs(runs: list[dict]) -> dict:
     """Per tuner: its runs and draws, min / median / max of stock / tuner over its draws, the draws v3 was
     ahead of, behind, level with (each against its own run's v3)."""

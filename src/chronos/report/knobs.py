@@ -3,7 +3,7 @@ metrics and as a section of reports/README.md."""
 
 from __future__ import annotations
 
-from chronos.report.anchor_runs import across_runs_lines
+from chronos.report.anchor_runs import across_runs_lines, draw_of, tuner_of
 
 FIELDS = ("kernels", "measured", "faster", "time_geomean", "exact_share")
 
@@ -132,7 +132,8 @@ def anchors_section(anchors: dict) -> list[str]:
             "--anchors max_autotune coordesc`: stock, its second copy, Chronos v3 on stock, and the workload "
             "compiled again under max-autotune and under coordinate descent with max-autotune, all taking "
             "turns in a fresh order each round; median of per-round ratios, bootstrap 95% CI). Above 1: the "
-            "first is slower. Bitwise: the tuner's outputs equal stock's bit for bit.")
+            "first is slower. Bitwise: the tuner's outputs equal stock's bit for bit. Draw k: a run with "
+            "`--anchor-draws N` compiled the tuner N times, each with caches of its own.")
     head = ("| workload | GPU, rounds | stock / v3 | A/A | stock / max-autotune | max-autotune / v3 | "
             "stock / coordesc | coordesc / v3 | bitwise (max-autotune, coordesc) |")
     lines = ["", note, "", head, "|---|---|---|---|---|---|---|---|---|"]
@@ -144,12 +145,21 @@ def anchors_section(anchors: dict) -> list[str]:
 
 
 def _anchors_row(label: str, a: dict) -> str:
-    mat, cd = a.get("max_autotune", {}), a.get("coordesc", {})
-    cells = [_ci(t, k) if "step_speedup" in t else "—"
-             for t in (mat, cd) for k in ("step_speedup", "v3_over")]
+    """One run's row; a tuner drawn several times in the run (--anchor-draws) has each draw in its cells."""
+    runs = sorted((k for k, v in a.items() if isinstance(v, dict) and "step_speedup" in v), key=draw_of)
+    draws = {t: [a[k] for k in runs if tuner_of(k) == t] for t in ("max_autotune", "coordesc")}
+
+    def cell(t: str, key: str) -> str:
+        if not draws[t]:
+            return "—"
+        return "; ".join((f"draw {i}: " if len(draws[t]) > 1 else "") + _ci(v, key)
+                         for i, v in enumerate(draws[t], 1))
+
+    cells = [cell(t, k) for t in draws for k in ("step_speedup", "v3_over")]
+    bitwise = ["/".join(str(v["bitwise"]) for v in draws[t]) or "—" for t in draws]
     gpu = a["gpu"].replace("NVIDIA ", "") + (", CUDA graphs" if a.get("timing") == "cuda_graphs" else "")
     return (f"| {label} | {gpu}, {a['rounds']} | {_ci(a, 'v3')} | {_ci(a, 'aa')} | " + " | ".join(cells)
-            + f" | {mat.get('bitwise', '—')}, {cd.get('bitwise', '—')} |")
+            + f" | {', '.join(bitwise)} |")
 
 
 HEAD_TO_HEAD = ("max_autotune", "coordesc", "chronos", "coordesc_ptx")
