@@ -278,7 +278,7 @@ def main() -> int:
     p.add_argument("--workloads", type=Path, default=HERE / "workloads.py")
     p.add_argument("--anchors", nargs="*", default=[], choices=list(ANCHORS),
                    help="Inductor's tuners timed beside stock and Chronos v3, each its own compile")
-    p.add_argument("--anchor-draws", type=int, default=1,
+    p.add_argument("--anchor-draws", type=int, default=1, metavar="N",
                    help="each tuner compiled N times, caches of its own each (scripts/e2e_anchors.py)")
     p.add_argument("--graphs", action="store_true",
                    help="time each set's CUDA graph of every phase (scripts/e2e_graphs.py), not Python steps")
@@ -286,6 +286,7 @@ def main() -> int:
                    help="more tuned sets, each with its own DB deployed (e.g. the DB without some actions: "
                         "chronos tune --leave-out-actions), timed beside the others")
     args = p.parse_args()
+    runs = anchor_runs(args.anchors, args.anchor_draws)  # refused before anything compiles
     isolate()
     import chronos.triton
     from chronos.triton import kernel_sets
@@ -303,7 +304,6 @@ def main() -> int:
     also = build_also(args.also, sets, phases)
     built = {name: kernel_sets.jit_compiled(ks) for name, ks in sets.items()}
     same, digests = outputs(phases, sets)
-    runs = anchor_runs(args.anchors, args.anchor_draws)
     anchors, bitwise = build_anchors(workloads, args.workload, runs, digests, seeded_digests)
     replaced, graphs = graphed(phases, sets, anchors, digests) if args.graphs else (None, None)
     stock_steps = (replaced or {"stock": phases})["stock"]
