@@ -102,6 +102,35 @@ def test_a_part_measured_with_another_ptxas_or_on_another_root_is_stale(tmp_path
         is None  # a capture that recorded no ptxas: nothing to hold the part against
 
 
+def test_a_walk_judged_beside_another_earlier_winner_than_now_is_stale(tmp_path, monkeypatch):
+    """A walk's part records the earlier stages' winner it was judged beside (`prior`); once a later knob_ptx
+    or knob_blocks part changes that winner, the part's comparisons no longer answer the lineup replay
+    builds (2026-12-07e: six such parts failed replay with "no side-by-side comparison"): it is stale."""
+    from types import SimpleNamespace
+
+    from chronos.stages import knob_sections
+
+    now = {"k": SimpleNamespace(actions=("XBLOCK=1,num_warps=8", "occ_ctas_6")), "s": None}
+    seen = []
+
+    def v3_winner(spec, folder, parts, family):
+        seen.append(parts)
+        return now[spec.kernel]
+
+    monkeypatch.setattr(knob_sections, "v3_winner", v3_winner)
+    args = SimpleNamespace(section="knob_walk", joint_parts=tmp_path / "ptx",
+                           blocks_parts=tmp_path / "blocks")
+    stale = knob_sections.staleness(args, tmp_path, "w")
+    k, s = SimpleNamespace(kernel="k"), SimpleNamespace(kernel="s")
+    assert stale(k, {"prior": ["XBLOCK=1,num_warps=8", "occ_ctas_6"]}) is None
+    assert stale(k, {"prior": None}) == ("walked beside the earlier stages' winner stock, which is now "
+                                         "XBLOCK=1,num_warps=8+occ_ctas_6")
+    assert stale(s, {"prior": None}) is None
+    assert "which is now stock" in stale(s, {"prior": ["l2_evict_last_streaming"]})
+    assert stale(k, {"best": {}}) is None  # a part from before walks recorded their prior: as recorded
+    assert seen[0] == {"knob_ptx": tmp_path / "ptx", "knob_blocks": tmp_path / "blocks"}
+
+
 def test_a_stale_part_is_measured_again_on_a_gpu_and_named_in_replay(tmp_path):
     from types import SimpleNamespace
 

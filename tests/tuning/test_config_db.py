@@ -86,7 +86,8 @@ def test_the_committed_census_winners_become_entries_once_the_sources_are_known(
         e = entries[r["kernel"]]
         knob, value = r["best"]["actions"][0].split("=")
         assert getattr(e.tuned, knob) == int(value) and e.stock.kwargs == e.tuned.kwargs
-        assert e.ratio == r["best"]["ratio"] and e.key.gpu == "NVIDIA H200" and e.key.triton == "3.6.0"
+        assert e.ratio == r["best"]["ratio"] and e.key.triton == "3.6.0"
+        assert e.key.gpu == r["provenance"]["gpu"]  # the GPU its part was measured on (H200 and H100)
         assert e.key.source_sha256 == identity[r["kernel"]]["source_sha256"]
 
 
@@ -115,11 +116,14 @@ def test_joint_winners_deploy_as_a_config_and_ptx_actions_keyed_by_the_ptx_that_
     won = [r for r in won if r["kernel"] not in served]
     maxnreg = [r for r in won if "maxnreg=" in (split_winner(r["best"]["actions"])[0] or "")]
     as_ptx = assert_maxnreg_deploys_as_ptx(folder, tmp_path / "v3.sqlite", maxnreg, got)
-    won = [r for r in won if r not in maxnreg]
+    # one stock PTX at several shapes whose winners differ: no entry can serve them all, none deploys
+    differ = {k for k, why in got["left_out"].items() if why.startswith("one stock PTX at")}
+    won = [r for r in won if r not in maxnreg and r["kernel"] not in differ]
     with_config = [r for r in won if split_winner(r["best"]["actions"])[0] is not None]
     with_ptx = [r for r in won if split_winner(r["best"]["actions"])[1]]
     assert got["entries"] == len(with_config) > 0 and got["ptx_entries"] == len(with_ptx) + as_ptx
-    assert {v for v in got["left_out"].values() if INDUCTOR_MAXNREG not in v} == {"no confirmed winner"}
+    assert {v for k, v in got["left_out"].items() if INDUCTOR_MAXNREG not in v and k not in differ} == {
+        "no confirmed winner"}
     specs = {s.kernel: s for s in load_specs(folder / "specs.json")}
     with TunedDB(tmp_path / "v3.sqlite", readonly=True) as db:
         entries = [e for e in db.entries() if e.provenance["kernel"] not in {r["kernel"] for r in maxnreg}]

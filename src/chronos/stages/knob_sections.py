@@ -117,7 +117,8 @@ def settler(args, folder: Path, family: str):
 def staleness(args, folder: Path, family: str):
     """Why a recorded part of this section no longer answers its question, or None (census_family's
     `stale`): it was measured with another ptxas than the one the capture's Triton assembles the kernel with
-    (the cubins timed are not the ones that run), or on another root than the earlier step's winner now."""
+    (the cubins timed are not the ones that run), or on another root than the earlier step's winner now (a
+    walk: beside another earlier winner than knob_ptx's and knob_blocks' parts give now)."""
     want = recorded_ptxas(folder)
 
     def stale(spec, recorded: dict) -> str | None:
@@ -133,9 +134,20 @@ def staleness(args, folder: Path, family: str):
             label = prior and "+".join(prior.actions)
             if label and label not in {r.get("action") for r in recorded["blocks"]}:
                 return f"measured without knob_ptx's winner {label}"
+        if args.section == "knob_walk" and "prior" in recorded:
+            won = v3_winner(spec, folder, {"knob_ptx": args.joint_parts, "knob_blocks": args.blocks_parts},
+                            family)
+            now = list(won.actions) if won is not None else None
+            if recorded["prior"] != now:  # its comparisons judged another lineup than replay would build
+                return (f"walked beside the earlier stages' winner {_label(recorded['prior'])}, which is now "
+                        f"{_label(now)}")
         return None
 
     return stale
+
+
+def _label(actions: list[str] | None) -> str:
+    return "+".join(actions) if actions else "stock"
 
 
 def deploying_ptxas(folder: Path, default: str) -> tuple[str, str | None]:
