@@ -48,6 +48,8 @@ from e2e_anchors import ANCHORS, anchor_runs, anchor_verdicts, build_anchors, dr
 from chronos.errors import one_line
 
 SETS = ("stock", "stock_copy", "tuned")
+
+
 def isolate() -> None:
     """Inductor compiles in this process (its compile workers would never see the hook), no cache serves a
     kernel that skipped Triton's stages."""
