@@ -98,12 +98,25 @@ def test_the_deployed_column_counts_only_the_kernels_whose_winner_the_v3_db_hold
     maxnreg=168 one (no register-budget action makes its PTX) and kernels without a winner do not."""
     pytest.importorskip("torch")
     mod = _script()
-    ships = mod.deployed(ROOT / "data/kernels", "captured/bert", ROOT / "data")
     parts = {p.stem for p in (ROOT / "data/knob_walk/captured/bert").glob("*.json")}
+    ships = set(mod.deployed(ROOT / "data/kernels", "captured/bert", ROOT / "data",
+                             dict.fromkeys(parts, 1.5)))
     assert ships and ships < parts | {p.stem for p in (ROOT / "data/knob_ptx/captured/bert").glob("*.json")}
     by_stem = {k.rsplit("_", 1)[0]: k for k in parts}
     maxnreg_255 = by_stem["triton_per_fused_add_native_dropout_backward_native_layer_norm_native_layer_norm_"
                           "backward_view_14_69ed5ddb"]
     assert maxnreg_255 in ships
     assert by_stem["triton_red_fused_gelu_gelu_backward_sum_view_12_8ef2c6ba"] not in ships
-    assert mod.deployed(ROOT / "data/kernels", "captured/none", ROOT / "data") is None
+    assert mod.deployed(ROOT / "data/kernels", "captured/none", ROOT / "data", {}) is None
+
+
+def test_shapes_whose_winners_differ_count_at_the_config_alone_that_won_at_each():
+    """gpt2's cat_split_transpose_view_1 (one PTX at three shapes, three winners): each shape counts at
+    num_warps=2's speedup there, not at its own winner's; every other kernel at its reached."""
+    pytest.importorskip("torch")
+    mod = _script()
+    parts = {p.stem for p in (ROOT / "data/knob_walk/captured/gpt2").glob("*.json")}
+    got = mod.deployed(ROOT / "data/kernels", "captured/gpt2", ROOT / "data", dict.fromkeys(parts, 1.5))
+    shared = {k: s for k, s in got.items() if "cat_split_transpose_view_1_26c644b6" in k}
+    assert len(shared) == 3 and all(1.7 < s < 2.1 for s in shared.values())
+    assert {s for k, s in got.items() if k not in shared} == {1.5}

@@ -30,7 +30,8 @@ share of the step's GPU time (Amdahl, every phase together): an upper bound of t
 wall time is at least its GPU time.
 `triton_deployed` / `step_deployed`: `reached` of only the kernels whose winner Chronos v3's DB deploys
 (chronos.tuning.config_db.write_configs, as `chronos tune --merge-only --configs-from` writes it; the others
-at 1.0): what the end-to-end step can show at most (scripts/e2e_one_process.py measures it).
+at 1.0; shapes of one PTX whose winners differ at the speedup of the config alone that won at each,
+chronos.tuning.shapes): what the end-to-end step can show at most (scripts/e2e_one_process.py measures it).
 
     python experiments/action_space/v3_ceiling.py [--reports reports] [--kernels] [--steps]
 """
@@ -102,19 +103,24 @@ def triton_share(folder: Path) -> float | None:
     return sum(p["triton_us"] for p in phases) / total if total else None
 
 
-def deployed(kernels: Path, family: str, parts_root: Path) -> set[str] | None:
-    """The kernels whose winner the v3 DB deploys (a kernel another shape's entry serves included), or None
-    where the workload has no knob parts."""
+def deployed(kernels: Path, family: str, parts_root: Path, reached: dict[str, float]) -> dict | None:
+    """Kernel -> the speedup the v3 DB deploys for it: its winner's `reached` (a kernel another shape's
+    entry serves included), or, at shapes of one PTX whose winners differ, the config alone that won at
+    every shape, its speedup there; None where the workload has no knob parts."""
     import tempfile
 
     from chronos.tuning.config_db import DB_STAGES, latest_parts, write_configs
+    from chronos.tuning.shapes import measured_rows
 
-    parts = latest_parts([parts_root / stage / family for stage in DB_STAGES])
+    folders = [parts_root / stage / family for stage in DB_STAGES]
+    parts = latest_parts(folders)
     if not parts:
         return None
     with tempfile.TemporaryDirectory() as tmp:
-        got = write_configs(kernels / family, parts, Path(tmp) / "v3.sqlite")
-    return {json.loads(p.read_text())["kernel"] for p in parts} - set(got["left_out"])
+        got = write_configs(kernels / family, parts, Path(tmp) / "v3.sqlite", measured=measured_rows(folders))
+    ships = {json.loads(p.read_text())["kernel"] for p in parts} - set(got["left_out"])
+    return {k: 1.0 / got["shared_config"][k]["ratio"] if k in got["shared_config"] else r
+            for k, r in reached.items() if k in ships}
 
 
 def float_atomics(reports: Path) -> dict[str, set[str]]:
@@ -149,9 +155,8 @@ def step_bounds(ceilings: dict, kernels: Path, parts_root: Path | None = None,
                "triton_strict_bound": weighted_speedup(weight, {**outside, **best}, max(best.values()))}
         product = {k: c["knob"] * c["block"] * max(c["ptx"], c["v2"]) for k, c in mine.items()}
         row["triton_product_bound"] = weighted_speedup(weight, {**outside, **product}, max(product.values()))
-        ships = deployed(kernels, family, parts_root) if parts_root else None
-        row["triton_deployed"] = (weighted_speedup(weight, {k: r for k, r in reached.items() if k in ships})
-                                  if ships is not None else None)
+        ships = deployed(kernels, family, parts_root, reached) if parts_root else None
+        row["triton_deployed"] = weighted_speedup(weight, ships) if ships is not None else None
         share = triton_share(kernels / family)
         for k in ("reached", "best", "bound", "strict_bound", "product_bound", "deployed"):
             if row[f"triton_{k}"] is None:

@@ -116,12 +116,14 @@ def test_joint_winners_deploy_as_a_config_and_ptx_actions_keyed_by_the_ptx_that_
     won = [r for r in won if r["kernel"] not in served]
     maxnreg = [r for r in won if "maxnreg=" in (split_winner(r["best"]["actions"])[0] or "")]
     as_ptx = assert_maxnreg_deploys_as_ptx(folder, tmp_path / "v3.sqlite", maxnreg, got)
-    # one stock PTX at several shapes whose winners differ: no entry can serve them all, none deploys
+    # one stock PTX at several shapes whose winners differ: one config alone for all (test_shapes.py), or none
     differ = {k for k, why in got["left_out"].items() if why.startswith("one stock PTX at")}
-    won = [r for r in won if r not in maxnreg and r["kernel"] not in differ]
+    shared = set(got["shared_config"])  # its first shape's config entry serves the others
+    won = [r for r in won if r not in maxnreg and r["kernel"] not in differ | shared]
     with_config = [r for r in won if split_winner(r["best"]["actions"])[0] is not None]
     with_ptx = [r for r in won if split_winner(r["best"]["actions"])[1]]
-    assert got["entries"] == len(with_config) > 0 and got["ptx_entries"] == len(with_ptx) + as_ptx
+    assert got["entries"] == len(with_config) + len(shared - set(served)) > 0
+    assert got["ptx_entries"] == len(with_ptx) + as_ptx
     assert {v for k, v in got["left_out"].items() if INDUCTOR_MAXNREG not in v and k not in differ} == {
         "no confirmed winner"}
     specs = {s.kernel: s for s in load_specs(folder / "specs.json")}
@@ -248,24 +250,6 @@ def test_a_part_timed_with_another_ptxas_than_the_kernel_deploys_with_is_left_ou
     assert other["ptx_entries"] == 0 and other["entries"] == 0
     stale = f"measured with ptxas {timed}; its capture's Triton assembles it with 11.0.1"
     assert sum(w.startswith(stale) for w in other["left_out"].values()) == same["ptx_entries"]
-
-
-def test_one_ptx_at_several_shapes_deploys_only_where_every_measured_shape_chose_the_same_winner():
-    from chronos.tuning.config_db import shared_ptx
-
-    def row(kernel, actions):
-        return Path(kernel), {"kernel": kernel, "best": {"verdict": "faster" if actions else "none",
-                                                         "actions": actions},
-                              "candidates": [{"actions": actions, "valid": True, "reason": ""}]}
-
-    specs = {k: {"ptx": p} for k, p in (("a1", "A"), ("a2", "A"), ("b1", "B"), ("b2", "B"), ("b3", "B"),
-                                         ("c", "C"))}
-    rows = [row("a1", ["num_warps=4", "cache_ca"]), row("a2", ["num_warps=4", "cache_ca"]),
-            row("b1", ["num_warps=4"]), row("b2", ["num_warps=8"]), row("b3", []), row("c", ["cache_cg"])]
-    disagree, served = shared_ptx(rows, specs)
-    assert served == {"a2": "a1"}
-    assert set(disagree) == {"b1", "b2", "b3"} and "none deploys" in disagree["b3"]
-    assert "num_warps=8" in disagree["b1"] and "b3: nothing" in disagree["b1"]
 
 
 def test_leaving_out_actions_drops_every_winner_that_uses_one_and_keeps_the_rest(tmp_path):

@@ -50,6 +50,7 @@ from chronos.tuning.deploy_rule import deploys
 from chronos.tuning.kernel import captured_present, confirm_one, skipped_as_racy, tune_one
 from chronos.tuning.parts import returned_candidate
 from chronos.tuning.ptxas import deploy_ptxas
+from chronos.tuning.shapes import measured_rows
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -253,9 +254,11 @@ def run(args: argparse.Namespace) -> int:
     if args.db:
         print(f"tune: tuned DB {args.db}: {write_db(args.dir, args.parts, args.db)}")
         if args.configs_from:
-            got = write_configs(args.dir, latest_parts(args.configs_from), args.db, leave_out)
+            got = write_configs(args.dir, latest_parts(args.configs_from), args.db, leave_out,
+                                measured_rows(args.configs_from))
             print(f"tune: v3 winners in {args.db}: {got['entries']} configs, {got['ptx_entries']} PTX "
                   f"sets, of {got['kernels']} kernels ({len(got['same_ptx'])} served by the entry of another "
-                  f"shape of their PTX; {len(got['left_out'])} left out, why: "
+                  f"shape of their PTX; {len(got['shared_config'])} shapes of one PTX whose winners differ "
+                  f"run one config alone that won at each; {len(got['left_out'])} left out, why: "
                   f"{sorted(set(got['left_out'].values()))})")
     return report_not_tuned(args, selected, counts)

@@ -21,6 +21,7 @@ from chronos.errors import ChronosError
 from chronos.measure.numerics import bit_exact
 from chronos.measure.verdicts import FASTER
 from chronos.tuning.ptxas import ptxas_mismatch, recorded_ptxas
+from chronos.tuning.shapes import shared_ptx
 
 KNOB = re.compile(r"^(num_warps|num_stages|maxnreg)=(\d+)$")
 CONSTEXPR = re.compile(r"^([A-Z][A-Z0-9_]*)=(\d+)$")
@@ -176,13 +177,16 @@ def _json(path: Path) -> dict:
     return json.loads(path.read_text()) if path.is_file() else {}
 
 
-def write_configs(folder: Path, parts: list[Path], db_path: Path,
-                  leave_out: frozenset[str] = frozenset()) -> dict:
+def write_configs(folder: Path, parts: list[Path], db_path: Path, leave_out: frozenset[str] = frozenset(),
+                  measured: dict[str, list[dict]] | None = None) -> dict:
     """Tuned-DB entries for the workload in `folder` from the stage part files `parts` (one per kernel:
     latest_parts): a config entry per winner with a compile config, a tuned PTX entry per
     winner with PTX actions; returns counts and the reason of every kernel left out. `leave_out`: PTX
     actions (leave_out_actions) whose winners are left out whole — a DB to time beside the full one, to see
-    in the step what those actions do there (measured alone, the kernel without them was not the winner)."""
+    in the step what those actions do there (measured alone, the kernel without them was not the winner).
+    `measured`: every stage's parts per kernel (shapes.measured_rows), where a config alone that won at
+    every shape of one stock PTX is looked for (chronos.tuning.shapes); `shared_config`: kernel -> that
+    config and its ratio at the kernel's shape."""
     from chronos.kernels.spec import load_specs
     from chronos.triton.tuned_db import TunedDB
 
@@ -192,16 +196,23 @@ def write_configs(folder: Path, parts: list[Path], db_path: Path,
            "identity": _json(folder / "triton.json"), "knobs": knobs.get("kernels", {}),
            "versions": knobs.get("provenance", {}),
            "blocks": _json(folder / "blocks.json").get("kernels", {}), "ptxas": recorded_ptxas(folder)}
-    out: dict = {"kernels": 0, "entries": 0, "ptx_entries": 0, "left_out": {}, "same_ptx": {}}
+    out: dict = {"kernels": 0, "entries": 0, "ptx_entries": 0, "left_out": {}, "same_ptx": {},
+                 "shared_config": {}}
     rows = [(path, json.loads(path.read_text())) for path in parts]
-    disagree, served = shared_ptx(rows, ctx["specs"])
+    disagree, served, stand_ins = shared_ptx(rows, ctx["specs"], measured)
+    alike = {k for part in stand_ins.values() for k in part["shapes"]}  # their own winners do not deploy
     with TunedDB(db_path) as db:
         for path, row in rows:
             out["kernels"] += 1
             # its PTX's entry, written for the first of them, serves it too (one left out leaves all out)
-            if row["kernel"] in served and not uses_left_out(row, leave_out):
-                out["same_ptx"][row["kernel"]] = served[row["kernel"]]
+            first = served.get(row["kernel"])
+            if first and (row["kernel"] in alike or not uses_left_out(row, leave_out)):
+                if first in out["left_out"]:
+                    out["left_out"][row["kernel"]] = out["left_out"][first]
+                else:
+                    out["same_ptx"][row["kernel"]] = first
                 continue
+            row = stand_ins.get(row["kernel"], row)  # one config for every shape: its parts stand in
             try:
                 why = (uses_left_out(row, leave_out) or disagree.get(row["kernel"])
                        or _put_winner(db, ctx, row, path.name, out))
@@ -209,6 +220,9 @@ def write_configs(folder: Path, parts: list[Path], db_path: Path,
                 why = str(e)
             if why:
                 out["left_out"][row["kernel"]] = why
+    for first, part in stand_ins.items():
+        if first not in out["left_out"]:
+            out["shared_config"].update(part["shapes"])
     return out
 
 
@@ -234,27 +248,6 @@ def uses_left_out(row: dict, leave_out: frozenset[str]) -> str:
     winner = confirmed_winner(row)[0] if leave_out else None
     used = sorted(set(winner[1]) & leave_out) if winner else []
     return f"its winner uses {'+'.join(used)} (left out by --leave-out-actions)" if used else ""
-
-
-def shared_ptx(rows: list[tuple[Path, dict]], specs: dict) -> tuple[dict[str, str], dict[str, str]]:
-    """Kernels that are one stock PTX launched at several shapes share one DB key. Where their confirmed
-    winners differ, none deploys (kernel -> why: strict mode deploys no variant on a shape where it did not
-    win); where they agree, the first one's entry serves the others (kernel -> that first kernel)."""
-    by_ptx: dict[str, list[tuple[str, str]]] = {}
-    for _, row in rows:
-        if (spec := specs.get(row["kernel"])) is not None:
-            winner = confirmed_winner(row)[0]
-            said = "+".join(filter(None, [winner[0], *winner[1]])) if winner else "nothing"
-            by_ptx.setdefault(spec["ptx"], []).append((row["kernel"], said))
-    disagree, served = {}, {}
-    for group in (g for g in by_ptx.values() if len(g) > 1):
-        if len({w for _, w in group}) > 1:
-            said = "; ".join(f"{k}: {w}" for k, w in group)
-            disagree.update({k: f"one stock PTX at {len(group)} shapes whose winners differ ({said}): "
-                                "none deploys" for k, _ in group})
-        else:
-            served.update({k: group[0][0] for k, _ in group[1:]})
-    return disagree, served
 
 
 def _put_winner(db, ctx: dict, row: dict, part: str, out: dict) -> str:

@@ -1,0 +1,102 @@
+"""One stock PTX launched at several shapes shares its DB keys (#28): one config entry keyed by the kernel's
+source, one PTX entry keyed by stock's PTX, so one decision holds at every shape. Where the shapes' confirmed
+winners agree, the first shape's entry serves the others. Where they differ, strict mode may still deploy a
+compile config alone (no PTX actions on top) that every shape measured faster than stock and bit-exact, side
+by side at that shape, in any stage's part: of several, the one whose least gain is largest. Where no config
+is, nothing deploys (a shape would run a variant that did not win there)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from chronos.measure.numerics import bit_exact
+from chronos.measure.verdicts import FASTER
+
+
+def measured_rows(folders: list[Path]) -> dict[str, list[dict]]:
+    """Per kernel its part of every stage folder that has one, in stage order (every measurement, not only
+    the latest stage's winner)."""
+    out: dict[str, list[dict]] = {}
+    for folder in folders:
+        for path in sorted(Path(folder).glob("*.json")):
+            row = json.loads(path.read_text())
+            out.setdefault(row.get("kernel", path.stem), []).append(row)
+    return out
+
+
+def _config_alone(label: str) -> bool:
+    from chronos.tuning.config_db import config_change
+
+    change = config_change(label)  # maxnreg: Inductor's autotuner never passes it to Triton (config_db)
+    return change is not None and "maxnreg" not in change
+
+
+def config_measurements(rows: list[dict]) -> dict[str, list[tuple[dict, dict]]]:
+    """Config label -> every (measurement, its part) of that config alone beside stock in one kernel's parts
+    (their `candidates` and `blocks`)."""
+    out: dict[str, list[tuple[dict, dict]]] = {}
+    for row in rows:
+        for c in [*row.get("candidates", []), *row.get("blocks", [])]:
+            label = c.get("action") or "+".join(c.get("actions") or [])
+            if _config_alone(label):
+                out.setdefault(label, []).append((c, row))
+    return out
+
+
+def config_everywhere(group: list[str],
+                      measured: dict[str, list[dict]]) -> tuple[str, dict[str, tuple[dict, dict]]] | None:
+    """For shapes `group` of one stock PTX: the config that every measurement at every shape found faster
+    than stock and bit-exact (of several, the one whose slowest shape is fastest) and kernel -> (its least
+    gainful measurement there, its part); None where no config is."""
+    per_shape = [config_measurements(measured.get(k, [])) for k in group]
+    fits: dict[str, dict[str, tuple[dict, dict]]] = {}
+    for label in set.intersection(*(set(m) for m in per_shape)) if per_shape else ():
+        seen = [m[label] for m in per_shape]
+        if all(c.get("verdict") == FASTER and bit_exact(c) for shape in seen for c, _ in shape):
+            fits[label] = {k: max(shape, key=lambda m: m[0]["ratio"]) for k, shape in zip(group, seen)}
+    if not fits:
+        return None
+    return min(fits.items(), key=lambda item: max(c["ratio"] for c, _ in item[1].values()))
+
+
+def stand_in(kernel: str, label: str, chosen: dict[str, tuple[dict, dict]]) -> dict:
+    """The part that deploys `label` for every shape in `chosen`: the shape whose gain is least stands for
+    them (its ratio, interval and provenance), with every shape's measurements of it; `shapes`: kernel ->
+    its own ratio and interval."""
+    worst, part = max(chosen.values(), key=lambda m: m[0]["ratio"])
+    return {"kernel": kernel, "provenance": part.get("provenance", {}),
+            "best": {"actions": [label], "verdict": FASTER, "ratio": worst["ratio"], "ci": worst["ci"]},
+            "candidates": [{**c, "actions": [label]} for c, _ in chosen.values()],
+            "shapes": {k: {"config": label, "ratio": c["ratio"], "ci": c["ci"]}
+                       for k, (c, _) in chosen.items()}}
+
+
+def shared_ptx(rows: list[tuple[Path, dict]], specs: dict,
+               measured: dict[str, list[dict]] | None = None) -> tuple[dict, dict, dict]:
+    """(kernel -> why none deploys, kernel -> the first shape whose entry serves it, first shape -> the
+    stand-in part that deploys one config for its shapes); `measured`: every stage's parts per kernel
+    (measured_rows), the rows' own where None."""
+    from chronos.tuning.config_db import confirmed_winner
+
+    measured = measured if measured is not None else {row["kernel"]: [row] for _, row in rows}
+    by_ptx: dict[str, list[tuple[str, str]]] = {}
+    for _, row in rows:
+        if (spec := specs.get(row["kernel"])) is not None:
+            winner = confirmed_winner(row)[0]
+            said = "+".join(filter(None, [winner[0], *winner[1]])) if winner else "nothing"
+            by_ptx.setdefault(spec["ptx"], []).append((row["kernel"], said))
+    disagree, served, stand_ins = {}, {}, {}
+    for group in (g for g in by_ptx.values() if len(g) > 1):
+        kernels = [k for k, _ in group]
+        if len({w for _, w in group}) == 1:
+            served.update(dict.fromkeys(kernels[1:], kernels[0]))
+        elif found := config_everywhere(kernels, measured):
+            stand_ins[kernels[0]] = stand_in(kernels[0], *found)
+            served.update(dict.fromkeys(kernels[1:], kernels[0]))
+        else:
+            said = "; ".join(f"{k}: {w}" for k, w in group)
+            why = (f"one stock PTX at {len(group)} shapes whose winners differ ({said}), and no config alone "
+                   "won at every shape: none deploys")
+            disagree.update(dict.fromkeys(kernels, why))
+    return disagree, served, stand_ins
