@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from e2e import build_phases, summarize
 
-from chronos.report.anchor_runs import DRAW, tuner_of
+from chronos.report.anchor_runs import DRAW, tuner_of, v3_standing
 
 ANCHORS = {"max_autotune": {"max_autotune": True},
            "coordesc": {"max_autotune": True, "coordinate_descent_tuning": True}}
@@ -126,8 +126,6 @@ def draws_verdict(anchors: dict) -> dict:
     for tuner, vs in out.items():
         if len(vs) < 2:
             continue
-        ahead = sum(v["v3_over"]["ci95"][0] > 1.0 for v in vs)
-        behind = sum(v["v3_over"]["ci95"][1] < 1.0 for v in vs)
         verdict[tuner] = {"draws": len(vs), "step_speedup": [v["speedup"]["median"] for v in vs],
-                          "v3_ahead": ahead, "v3_behind": behind, "v3_level": len(vs) - ahead - behind}
+                          **v3_standing(vs)}
     return verdict

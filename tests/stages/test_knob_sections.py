@@ -91,15 +91,15 @@ def test_a_part_measured_with_another_ptxas_or_on_another_root_is_stale(tmp_path
                                                           "ptxas": ptxas}}))
     _part(tmp_path / "census", "w", "k", best={"actions": ["maxnreg=64"], "verdict": "faster"})
     args = SimpleNamespace(section="knob_ptx", knob_parts=tmp_path / "census")
-    stale, spec = staleness(args, folder, "w"), SimpleNamespace(kernel="k")
+    stale, spec = staleness(args, folder, "w", None), SimpleNamespace(kernel="k")
     assert stale(spec, {"root": "maxnreg=64", "provenance": {"ptxas": "12.8.93"}}) is None
     assert "ptxas 13.0.88; its capture's Triton assembles it with 12.8.93" in stale(
         spec, {"root": "maxnreg=64", "provenance": {"ptxas": "13.0.88"}})
     assert "measured on stock; the census's winner is now maxnreg=64" in stale(
         spec, {"root": None, "provenance": {"ptxas": "12.8.93"}})
     (folder / "triton.json").write_text(json.dumps({"k": {"hash": "h", "name": "k", "stock_ptx": "p"}}))
-    assert staleness(args, folder, "w")(spec, {"root": "maxnreg=64", "provenance": {"ptxas": "13.0.88"}}) \
-        is None  # a capture that recorded no ptxas: nothing to hold the part against
+    recorded = {"root": "maxnreg=64", "provenance": {"ptxas": "13.0.88"}}
+    assert staleness(args, folder, "w", None)(spec, recorded) is None  # no ptxas recorded: nothing to hold to
 
 
 def test_a_walk_judged_beside_another_earlier_winner_than_now_is_stale(tmp_path, monkeypatch):
@@ -120,7 +120,7 @@ def test_a_walk_judged_beside_another_earlier_winner_than_now_is_stale(tmp_path,
     monkeypatch.setattr(knob_sections, "v3_winner", v3_winner)
     args = SimpleNamespace(section="knob_walk", joint_parts=tmp_path / "ptx",
                            blocks_parts=tmp_path / "blocks")
-    stale = knob_sections.staleness(args, tmp_path, "w")
+    stale = knob_sections.staleness(args, tmp_path, "w", knob_sections.earlier_winners(args))
     k, s = SimpleNamespace(kernel="k"), SimpleNamespace(kernel="s")
     assert stale(k, {"prior": ["XBLOCK=1,num_warps=8", "occ_ctas_6"]}) is None
     assert stale(k, {"prior": None}) == ("walked beside the earlier stages' winner stock, which is now "
@@ -129,6 +129,7 @@ def test_a_walk_judged_beside_another_earlier_winner_than_now_is_stale(tmp_path,
     assert "which is now stock" in stale(s, {"prior": ["l2_evict_last_streaming"]})
     assert stale(k, {"best": {}}) is None  # a part from before walks recorded their prior: as recorded
     assert seen[0] == {"knob_ptx": tmp_path / "ptx", "knob_blocks": tmp_path / "blocks"}
+    assert len(seen) == 2  # each kernel's winner rebuilt once in the run, however often it is asked for
 
 
 def test_a_stale_part_is_measured_again_on_a_gpu_and_named_in_replay(tmp_path):

@@ -51,6 +51,14 @@ def draw_of(anchor: str) -> int:
     return int(m.group(1)) if m else 1
 
 
+def v3_standing(timed: list[dict]) -> dict[str, int]:
+    """In how many of these draws (each one anchor's record in its run) Chronos v3 was ahead (the draw's
+    tuner / v3 interval above 1), behind (below 1) or level."""
+    ahead = sum(a["v3_over"]["ci95"][0] > 1.0 for a in timed)
+    behind = sum(a["v3_over"]["ci95"][1] < 1.0 for a in timed)
+    return {"v3_ahead": ahead, "v3_behind": behind, "v3_level": len(timed) - ahead - behind}
+
+
 def across_runs(runs: list[dict]) -> dict:
     """Per tuner: its runs and draws, min / median / max of stock / tuner over its draws, the draws v3 was
     ahead of, behind, level with (each against its own run's v3)."""
@@ -59,13 +67,10 @@ def across_runs(runs: list[dict]) -> dict:
     for tuner in sorted({tuner_of(a) for r in runs for a in r["anchors"]}):
         timed = [v for r in runs for a, v in r["anchors"].items() if tuner_of(a) == tuner]
         step = [a["speedup"]["median"] for a in timed]
-        low = [a["v3_over"]["ci95"][0] for a in timed]
-        high = [a["v3_over"]["ci95"][1] for a in timed]
-        ahead, behind = sum(lo > 1.0 for lo in low), sum(hi < 1.0 for hi in high)
         out[tuner] = {"runs": sum(any(tuner_of(a) == tuner for a in r["anchors"]) for r in runs),
                       "draws": len(timed), "step_speedup_min": min(step),
                       "step_speedup_median": statistics.median(step), "step_speedup_max": max(step),
-                      "v3_ahead": ahead, "v3_behind": behind, "v3_level": len(timed) - ahead - behind}
+                      **v3_standing(timed)}
     return out
 
 

@@ -50,10 +50,24 @@ def add_arguments(ap) -> None:
     add_backend_arguments(ap)
 
 
-def measurer(args, folder: Path, family: str, backend, timing, min_gain: float, compilers: dict):
-    """The section's measurement of one kernel of `family` (a row); earlier steps come from their parts.
-    `compilers`: knob_walk's compiler per family, made on first use by `args.walk_compiler(args, folder)`
-    (stage knob_walk gives it: only that stage depends on chronos.triton)."""
+def earlier_winners(args):
+    """(spec, folder, family) -> v3_winner (knob_blocks' winner, else knob_ptx's), each kernel's rebuilt once
+    per run: knob_walk's staleness check and its measure both ask for it (about 0.3 s a kernel here)."""
+    parts = {"knob_ptx": args.joint_parts, "knob_blocks": args.blocks_parts}
+    memo: dict[tuple[str, str], object] = {}
+
+    def won(spec, folder: Path, family: str):
+        if (family, spec.kernel) not in memo:
+            memo[family, spec.kernel] = v3_winner(spec, folder, parts, family)
+        return memo[family, spec.kernel]
+
+    return won
+
+
+def measurer(args, folder: Path, family: str, backend, timing, min_gain: float, compilers: dict, winners):
+    """The section's measurement of one kernel of `family` (a row); earlier steps come from their parts
+    (`winners`: earlier_winners). `compilers`: knob_walk's compiler per family, made on first use by
+    `args.walk_compiler(args, folder)` (stage knob_walk gives it: only it depends on chronos.triton)."""
     section = args.section
 
     def measure(spec) -> dict:
@@ -65,8 +79,7 @@ def measurer(args, folder: Path, family: str, backend, timing, min_gain: float, 
         if section == "knob_blocks":
             prior = prior_winner(spec, folder, args.joint_parts, family)
             return blocks_kernel(spec, folder, prior, backend, timing, min_gain)
-        parts = {"knob_ptx": args.joint_parts, "knob_blocks": args.blocks_parts}
-        won = v3_winner(spec, folder, parts, family)
+        won = winners(spec, folder, family)
         if section == "knob_walk":
             if family not in compilers:
                 compilers[family] = args.walk_compiler(args, folder)
@@ -114,11 +127,11 @@ def settler(args, folder: Path, family: str):
     return settled
 
 
-def staleness(args, folder: Path, family: str):
+def staleness(args, folder: Path, family: str, winners):
     """Why a recorded part of this section no longer answers its question, or None (census_family's
     `stale`): it was measured with another ptxas than the one the capture's Triton assembles the kernel with
     (the cubins timed are not the ones that run), or on another root than the earlier step's winner now (a
-    walk: beside another earlier winner than knob_ptx's and knob_blocks' parts give now)."""
+    walk: beside another earlier winner than knob_ptx's and knob_blocks' parts give now: `winners`)."""
     want = recorded_ptxas(folder)
 
     def stale(spec, recorded: dict) -> str | None:
@@ -135,8 +148,7 @@ def staleness(args, folder: Path, family: str):
             if label and label not in {r.get("action") for r in recorded["blocks"]}:
                 return f"measured without knob_ptx's winner {label}"
         if args.section == "knob_walk" and "prior" in recorded:
-            won = v3_winner(spec, folder, {"knob_ptx": args.joint_parts, "knob_blocks": args.blocks_parts},
-                            family)
+            won = winners(spec, folder, family)
             now = list(won.actions) if won is not None else None
             if recorded["prior"] != now:  # its comparisons judged another lineup than replay would build
                 return (f"walked beside the earlier stages' winner {_label(recorded['prior'])}, which is now "
@@ -201,10 +213,11 @@ def run(args, cfg) -> int:
         default_ptxas = getattr(backend, "ptxas", None)
         # once per family, not per kernel: both read the capture's files (deploy_ptxas every stock PTX)
         family_ptxas = functools.cache(lambda folder: deploying_ptxas(folder, default_ptxas))
-        family_stale = functools.cache(lambda family: staleness(args, args.kernels / family, family))
+        winners = earlier_winners(args)
+        family_stale = functools.cache(lambda family: staleness(args, args.kernels / family, family, winners))
         for family, item in measuring_order(args.kernels, kcfg, weights):
             folder = args.kernels / family
-            measure = measurer(args, folder, family, backend, timing, min_gain, compilers)
+            measure = measurer(args, folder, family, backend, timing, min_gain, compilers, winners)
             if not replay and default_ptxas:
                 path, why = family_ptxas(folder)
                 backend.use_ptxas(path)
