@@ -25,7 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from chronos.kernels.spec import load_specs, read_ptx, read_ptx_file
-from chronos.tuning.config_db import DB_STAGES, WALK, confirmed_winner, latest_parts, unlike
+from chronos.tuning.config_db import DB_STAGES, latest_parts, unlike
+from chronos.tuning.winners import WALK, confirmed_winner
 
 
 def unlike_configs(folder: Path, entry: dict, stock: str) -> list[str]:

@@ -260,7 +260,7 @@ def _same_config(label: str, applied: str) -> bool:
     import ast
     import re
 
-    from chronos.tuning.config_db import config_change
+    from chronos.tuning.winners import config_change
 
     change, m = config_change(label), re.match(r"^(\{.*\}), num_warps=(\d+)$", applied)
     if change is None or m is None:

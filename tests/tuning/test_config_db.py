@@ -12,7 +12,8 @@ from pathlib import Path
 
 from chronos.triton.tuned_configs import config_entries
 from chronos.triton.tuned_db import TunedDB
-from chronos.tuning.config_db import config_change, decision, write_configs
+from chronos.tuning.config_db import decision, write_configs
+from chronos.tuning.winners import config_change
 
 ROOT = Path(__file__).resolve().parents[2]
 LLAMA = ROOT / "data" / "kernels" / "captured" / "llama"
@@ -27,7 +28,8 @@ def assert_maxnreg_deploys_as_ptx(folder: Path, db: Path, rows: list[dict], got:
     from chronos.kernels.spec import load_specs, read_ptx
     from chronos.triton.rederive import tuned_ptx
     from chronos.triton.tuned_db import ptx_identity_sha256, show
-    from chronos.tuning.config_db import split_winner, winner_ptx
+    from chronos.tuning.config_db import winner_ptx
+    from chronos.tuning.winners import split_winner
 
     specs = {s.kernel: s for s in load_specs(folder / "specs.json")}
     with TunedDB(db, readonly=True) as handle:
@@ -98,7 +100,8 @@ def test_joint_winners_deploy_as_a_config_and_ptx_actions_keyed_by_the_ptx_that_
     from chronos.kernels.spec import load_specs
     from chronos.triton.rederive import tuned_ptx
     from chronos.triton.tuned_db import ptx_identity_sha256
-    from chronos.tuning.config_db import split_winner, winner_ptx
+    from chronos.tuning.config_db import winner_ptx
+    from chronos.tuning.winners import split_winner
 
     gpt2 = ROOT / "data" / "kernels" / "captured" / "gpt2"
     folder = tmp_path / "gpt2"
@@ -259,7 +262,8 @@ def test_leaving_out_actions_drops_every_winner_that_uses_one_and_keeps_the_rest
     import pytest
 
     from chronos.errors import ChronosError
-    from chronos.tuning.config_db import confirmed_winner, latest_parts, leave_out_actions
+    from chronos.tuning.config_db import latest_parts, leave_out_actions
+    from chronos.tuning.winners import confirmed_winner
 
     bert = ROOT / "data" / "kernels" / "captured" / "bert"
     parts = latest_parts([ROOT / "data" / s / "captured" / "bert" for s in ("knob_ptx", "knob_blocks",

@@ -207,8 +207,7 @@ def run(args, cfg) -> int:
         pin_part(backend, prov)
 
     try:
-        replay = isinstance(backend, ReplayBackend)
-        rows = []
+        replay, rows = isinstance(backend, ReplayBackend), []
         min_gain = cfg.search.greedy.min_gain
         default_ptxas = getattr(backend, "ptxas", None)
         # once per family, not per kernel: both read the capture's files (deploy_ptxas every stock PTX)

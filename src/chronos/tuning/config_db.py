@@ -18,35 +18,9 @@ import re
 from pathlib import Path
 
 from chronos.errors import ChronosError
-from chronos.measure.numerics import bit_exact
-from chronos.measure.verdicts import FASTER
 from chronos.tuning.ptxas import ptxas_mismatch, recorded_ptxas
 from chronos.tuning.shapes import shared_ptx
-
-KNOB = re.compile(r"^(num_warps|num_stages|maxnreg)=(\d+)$")
-CONSTEXPR = re.compile(r"^([A-Z][A-Z0-9_]*)=(\d+)$")
-WALK = "walk:"
-"""A walk's end (chronos.search.knob_walk): its whole config, every constexpr of it named."""
-BLOCK = re.compile(r"^([XYZ]|R\d_)BLOCK=(\d+)$")
-ROW = re.compile(r"^(BLOCK_(?:M|N1|M2))=(\d+)$")
-"""A template's row block (chronos.triton.template_blocks): folded into the template's source and its
-launch grid; deployed by chronos.triton.deploy_rows (a tuned constexpr the stock config does not set)."""
-
-
-def config_change(label: str) -> dict | None:
-    """"num_warps=8" / "XBLOCK=2048,num_warps=8" -> {"num_warps": 8, "kwargs": {"XBLOCK": 2048}}; a walk's
-    "walk:XBLOCK=16,num_warps=1,num_stages=1" likewise (any constexpr of its config); None for a label that
-    is not a compile config (a PTX action)."""
-    walked = label.startswith(WALK)
-    out: dict = {"kwargs": {}}
-    for part in label.removeprefix(WALK).split(","):
-        if m := KNOB.match(part):
-            out[m.group(1)] = int(m.group(2))
-        elif m := BLOCK.match(part) or ROW.match(part) or (walked and CONSTEXPR.match(part)):
-            out["kwargs"][part.split("=")[0]] = int(m.group(2))
-        else:
-            return None
-    return out
+from chronos.tuning.winners import KNOB, WALK, config_change, confirmed_winner, split_winner
 
 
 def stock_config(folder: Path, spec: dict, knobs_entry: dict) -> dict | None:
@@ -70,24 +44,6 @@ def source_sha256(folder: Path, identity: dict, blocks_entry: dict) -> str | Non
     return None
 
 
-def split_winner(actions: list[str]) -> tuple[str | None, list[str]]:
-    """(its compile-config label or None, its PTX actions): a config, where there is one, comes first."""
-    if actions and config_change(actions[0]) is not None:
-        return actions[0], list(actions[1:])
-    return None, list(actions)
-
-
-def confirmed_winner(row: dict) -> tuple[tuple[str | None, list[str]] | None, str]:
-    """((its config label or None, its PTX actions), "") for a row whose confirmed winner kept stock's bits,
-    else (None, why not)."""
-    best = row.get("best") or {}
-    if best.get("verdict") != FASTER or not best.get("actions"):
-        return None, "no confirmed winner"
-    if not winner_bit_exact(row):
-        return None, f"{'+'.join(best['actions'])} was not bit-exact"
-    return split_winner(best["actions"]), ""
-
-
 def decision(row: dict) -> tuple[dict | None, str]:
     """(the winner's config change, "") or (None, why the row gives no config entry)."""
     winner, why = confirmed_winner(row)
@@ -96,17 +52,6 @@ def decision(row: dict) -> tuple[dict | None, str]:
     if winner[0] is None:
         return None, f"its winner {'+'.join(winner[1])} is PTX actions alone (a tuned PTX entry)"
     return config_change(winner[0]), ""
-
-
-def winner_bit_exact(row: dict) -> bool:
-    """Every measurement of the row's winner kept stock's bits (a walk's row: where it was chosen and where
-    it was confirmed)."""
-    best = row["best"]
-    label = "+".join(best["actions"])
-    judged = [*(row.get("choosing") or {}).values(), *(row.get("confirming") or {}).values()]
-    measured = [c for c in [*row.get("candidates", []), *row.get("blocks", []), *judged]
-                if c.get("action") == label or c.get("actions") == best["actions"]]
-    return bool(measured) and all(bit_exact(c) for c in measured)
 
 
 def winner_ptx(folder: Path, spec, actions: list[str]) -> tuple[str, str]:

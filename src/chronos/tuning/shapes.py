@@ -12,6 +12,7 @@ from pathlib import Path
 
 from chronos.measure.numerics import bit_exact
 from chronos.measure.verdicts import FASTER
+from chronos.tuning.winners import config_change, confirmed_winner
 
 
 def measured_rows(folders: list[Path]) -> dict[str, list[dict]]:
@@ -26,8 +27,6 @@ def measured_rows(folders: list[Path]) -> dict[str, list[dict]]:
 
 
 def _config_alone(label: str) -> bool:
-    from chronos.tuning.config_db import config_change
-
     change = config_change(label)  # maxnreg: Inductor's autotuner never passes it to Triton (config_db)
     return change is not None and "maxnreg" not in change
 
@@ -77,8 +76,6 @@ def shared_ptx(rows: list[tuple[Path, dict]], specs: dict,
     """(kernel -> why none deploys, kernel -> the first shape whose entry serves it, first shape -> the
     stand-in part that deploys one config for its shapes); `measured`: every stage's parts per kernel
     (measured_rows), the rows' own where None."""
-    from chronos.tuning.config_db import confirmed_winner
-
     measured = measured if measured is not None else {row["kernel"]: [row] for _, row in rows}
     by_ptx: dict[str, list[tuple[str, str]]] = {}
     for _, row in rows:
