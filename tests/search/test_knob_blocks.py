@@ -73,3 +73,35 @@ def test_a_kernel_without_a_blocks_manifest_is_a_row_not_a_stage_error(tmp_path)
                          out_of_budget=lambda: False, provenance=dict,
                          settled=lambda s: nothing_to_try(s, folder, None))
     assert rows[0]["kernel"] == spec.kernel and "make_block_variants" in rows[0]["error"]
+
+
+def test_a_blocks_part_measured_without_knob_ptxs_winner_now_counts_at_that_winner(tmp_path, monkeypatch):
+    """A knob_blocks part whose comparison did not hold knob_ptx's winner as it is now (a later knob_ptx part
+    changed it) is stale: v3_winner gives the earlier winner, as the stage's replay counts it (gpt2's
+    embedding_dense_backward_18, 2026-12-07: its walk read "stock" beside a knob_ptx winner)."""
+    from types import SimpleNamespace
+
+    from chronos.search import knob_blocks
+
+    prior = SimpleNamespace(actions=("num_warps=2", "st_cache_cs"))
+    monkeypatch.setattr(knob_blocks, "prior_winner", lambda *a: prior)
+    part = tmp_path / "blocks" / "w" / "k.json"
+    part.parent.mkdir(parents=True)
+    parts = {"knob_ptx": tmp_path / "ptx", "knob_blocks": tmp_path / "blocks"}
+    spec = SimpleNamespace(kernel="k")
+
+    def recorded(blocks, best, root=None):
+        row = {"kernel": "k", "blocks": [{"action": a} for a in blocks], "best": best, "block_root": root}
+        part.write_text(json.dumps(row))
+        return row
+
+    stale = recorded(["XBLOCK=64"], {"verdict": "faster", "actions": ["XBLOCK=64"]}, "XBLOCK=64")
+    assert knob_blocks.measured_without(stale, prior) == "num_warps=2+st_cache_cs"
+    assert knob_blocks.v3_winner(spec, tmp_path, parts, "w") is prior
+    kept = recorded(["XBLOCK=64", "num_warps=2+st_cache_cs"], {"verdict": "faster",
+                                                                "actions": ["num_warps=2", "st_cache_cs"]})
+    assert knob_blocks.measured_without(kept, prior) is None
+    assert knob_blocks.v3_winner(spec, tmp_path, parts, "w") is prior  # the earlier winner stayed fastest
+    recorded(["num_warps=2+st_cache_cs"], {"verdict": "no_difference", "actions": []})
+    assert knob_blocks.v3_winner(spec, tmp_path, parts, "w") is None  # beside it, nothing confirmed
+    assert knob_blocks.measured_without(stale, None) is None  # no earlier winner: nothing to hold

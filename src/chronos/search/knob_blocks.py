@@ -150,19 +150,29 @@ def blocks_summary(rows: list[dict]) -> dict:
             "blocks": dict(sorted(per.items()))}
 
 
+def measured_without(recorded: dict, prior: Variant | None) -> str | None:
+    """knob_ptx's winner now (its label) where a knob_blocks part's comparison did not hold it (a later
+    knob_ptx part changed it: the part is stale), else None."""
+    label = prior and "+".join(prior.actions)
+    if label and "blocks" in recorded and label not in {r.get("action") for r in recorded["blocks"]}:
+        return label
+    return None
+
+
 def v3_winner(spec, folder: Path, parts: dict[str, Path], family: str) -> Variant | None:
     """Chronos v3's confirmed winner for this kernel, rebuilt from its actions: knob_blocks' where that stage
-    measured the kernel, else knob_ptx's (`parts`: {"knob_ptx", "knob_blocks"} -> parts folders); None where
-    nothing won."""
+    measured the kernel beside knob_ptx's winner as it is now, else knob_ptx's (a stale knob_blocks part
+    counts at the earlier winner, as its stage's replay counts it; `parts`: {"knob_ptx", "knob_blocks"} ->
+    parts folders); None where nothing won."""
+    prior = prior_winner(spec, folder, parts["knob_ptx"], family)
     part = parts["knob_blocks"] / family / f"{spec.kernel}.json"
-    if not part.is_file():
-        return prior_winner(spec, folder, parts["knob_ptx"], family)
+    if not part.is_file() or measured_without(json.loads(part.read_text()), prior):
+        return prior
     won = confirmed(part)
     if won is None:
         return None
     row, want = won
     if not row.get("block_root"):  # the earlier winner stayed the fastest
-        prior = prior_winner(spec, folder, parts["knob_ptx"], family)
         return prior if prior is not None and prior.actions == want else None
     root = next((v for v in block_variants(folder, spec)[0] if v.actions == want[:1]), None)
     candidates = [] if root is None else [root, *on_top(spec, root)]

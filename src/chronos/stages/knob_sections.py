@@ -17,7 +17,14 @@ from chronos.kernels.spec import read_ptx
 from chronos.measure.backend import ReplayBackend
 from chronos.search.headroom import selected
 from chronos.search.knob_anchors import NOT_INDUCTOR, anchors_kernel, anchors_summary
-from chronos.search.knob_blocks import blocks_kernel, blocks_summary, nothing_to_try, prior_winner, v3_winner
+from chronos.search.knob_blocks import (
+    blocks_kernel,
+    blocks_summary,
+    measured_without,
+    nothing_to_try,
+    prior_winner,
+    v3_winner,
+)
 from chronos.search.knob_census import census_family, census_kernel, knob_summary, racy
 from chronos.search.knob_ptx import joint_kernel, joint_summary, knob_winner
 from chronos.search.knob_walk import walk_kernel, walk_summary
@@ -142,11 +149,9 @@ def staleness(args, folder: Path, family: str, winners):
             if recorded["root"] != root:
                 return (f"measured on {recorded['root'] or 'stock'}; the census's winner is now "
                         f"{root or 'stock'}")
-        if args.section == "knob_blocks" and "blocks" in recorded:
-            prior = prior_winner(spec, folder, args.joint_parts, family)
-            label = prior and "+".join(prior.actions)
-            if label and label not in {r.get("action") for r in recorded["blocks"]}:
-                return f"measured without knob_ptx's winner {label}"
+        if args.section == "knob_blocks" and (
+                label := measured_without(recorded, prior_winner(spec, folder, args.joint_parts, family))):
+            return f"measured without knob_ptx's winner {label}"
         if args.section == "knob_walk" and "prior" in recorded:
             won = winners(spec, folder, family)
             now = list(won.actions) if won is not None else None
