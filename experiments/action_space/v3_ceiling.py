@@ -119,7 +119,7 @@ def deployed(kernels: Path, family: str, parts_root: Path, reached: dict[str, fl
     with tempfile.TemporaryDirectory() as tmp:
         got = write_configs(kernels / family, parts, Path(tmp) / "v3.sqlite", measured=measured_rows(folders))
     ships = {json.loads(p.read_text())["kernel"] for p in parts} - set(got["left_out"])
-    return {k: 1.0 / got["shared_config"][k]["ratio"] if k in got["shared_config"] else r
+    return {k: 1.0 / got["shared_variant"][k]["ratio"] if k in got["shared_variant"] else r
             for k, r in reached.items() if k in ships}
 
 

@@ -119,19 +119,21 @@ def test_joint_winners_deploy_as_a_config_and_ptx_actions_keyed_by_the_ptx_that_
     won = [r for r in won if r["kernel"] not in served]
     maxnreg = [r for r in won if "maxnreg=" in (split_winner(r["best"]["actions"])[0] or "")]
     as_ptx = assert_maxnreg_deploys_as_ptx(folder, tmp_path / "v3.sqlite", maxnreg, got)
-    # one stock PTX at several shapes whose winners differ: one config alone for all (test_shapes.py), or none
+    # one stock PTX at several shapes whose winners differ: one variant for all (test_shapes.py), or none
     differ = {k for k, why in got["left_out"].items() if why.startswith("one stock PTX at")}
-    shared = set(got["shared_config"])  # its first shape's config entry serves the others
-    won = [r for r in won if r not in maxnreg and r["kernel"] not in differ | shared]
+    shared = got["shared_variant"]  # its first shape's entries serve the others
+    firsts = [split_winner(shared[k]["variant"].split("+")) for k in set(shared) - set(served)]
+    won = [r for r in won if r not in maxnreg and r["kernel"] not in differ | set(shared)]
     with_config = [r for r in won if split_winner(r["best"]["actions"])[0] is not None]
     with_ptx = [r for r in won if split_winner(r["best"]["actions"])[1]]
-    assert got["entries"] == len(with_config) + len(shared - set(served)) > 0
-    assert got["ptx_entries"] == len(with_ptx) + as_ptx
+    assert got["entries"] == len(with_config) + sum(c is not None for c, _ in firsts) > 0
+    assert got["ptx_entries"] == len(with_ptx) + as_ptx + sum(bool(p) for _, p in firsts)
     assert {v for k, v in got["left_out"].items() if INDUCTOR_MAXNREG not in v and k not in differ} == {
         "no confirmed winner"}
     specs = {s.kernel: s for s in load_specs(folder / "specs.json")}
     with TunedDB(tmp_path / "v3.sqlite", readonly=True) as db:
-        entries = [e for e in db.entries() if e.provenance["kernel"] not in {r["kernel"] for r in maxnreg}]
+        entries = [e for e in db.entries()
+                   if e.provenance["kernel"] not in {r["kernel"] for r in maxnreg} | set(shared)]
     assert len(entries) == len(with_ptx) > 0
     for e in entries:
         row = next(r for r in won if r["kernel"] == e.provenance["kernel"])

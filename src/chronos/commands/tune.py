@@ -258,7 +258,7 @@ def run(args: argparse.Namespace) -> int:
                                 measured_rows(args.configs_from))
             print(f"tune: v3 winners in {args.db}: {got['entries']} configs, {got['ptx_entries']} PTX "
                   f"sets, of {got['kernels']} kernels ({len(got['same_ptx'])} served by the entry of another "
-                  f"shape of their PTX; {len(got['shared_config'])} shapes of one PTX whose winners differ "
-                  f"run one config alone that won at each; {len(got['left_out'])} left out, why: "
+                  f"shape of their PTX; {len(got['shared_variant'])} shapes of one PTX whose winners differ "
+                  f"run the one variant that won at each; {len(got['left_out'])} left out, why: "
                   f"{sorted(set(got['left_out'].values()))})")
     return report_not_tuned(args, selected, counts)

@@ -129,9 +129,9 @@ def write_configs(folder: Path, parts: list[Path], db_path: Path, leave_out: fro
     winner with PTX actions; returns counts and the reason of every kernel left out. `leave_out`: PTX
     actions (leave_out_actions) whose winners are left out whole — a DB to time beside the full one, to see
     in the step what those actions do there (measured alone, the kernel without them was not the winner).
-    `measured`: every stage's parts per kernel (shapes.measured_rows), where a config alone that won at
-    every shape of one stock PTX is looked for (chronos.tuning.shapes); `shared_config`: kernel -> that
-    config and its ratio at the kernel's shape."""
+    `measured`: every stage's parts per kernel (shapes.measured_rows), where one variant that won at every
+    shape of one stock PTX is looked for (chronos.tuning.shapes); `shared_variant`: kernel -> that variant
+    and its ratio at the kernel's shape."""
     from chronos.kernels.spec import load_specs
     from chronos.triton.tuned_db import TunedDB
 
@@ -142,7 +142,7 @@ def write_configs(folder: Path, parts: list[Path], db_path: Path, leave_out: fro
            "versions": knobs.get("provenance", {}),
            "blocks": _json(folder / "blocks.json").get("kernels", {}), "ptxas": recorded_ptxas(folder)}
     out: dict = {"kernels": 0, "entries": 0, "ptx_entries": 0, "left_out": {}, "same_ptx": {},
-                 "shared_config": {}}
+                 "shared_variant": {}}
     rows = [(path, json.loads(path.read_text())) for path in parts]
     disagree, served, stand_ins = shared_ptx(rows, ctx["specs"], measured)
     alike = {k for part in stand_ins.values() for k in part["shapes"]}  # their own winners do not deploy
@@ -167,7 +167,7 @@ def write_configs(folder: Path, parts: list[Path], db_path: Path, leave_out: fro
                 out["left_out"][row["kernel"]] = why
     for first, part in stand_ins.items():
         if first not in out["left_out"]:
-            out["shared_config"].update(part["shapes"])
+            out["shared_variant"].update(part["shapes"])
     return out
 
 

@@ -1,9 +1,9 @@
 """One stock PTX launched at several shapes shares its DB keys (#28): one config entry keyed by the kernel's
 source, one PTX entry keyed by stock's PTX, so one decision holds at every shape. Where the shapes' confirmed
-winners agree, the first shape's entry serves the others. Where they differ, strict mode may still deploy a
-compile config alone (no PTX actions on top) that every shape measured faster than stock and bit-exact, side
-by side at that shape, in any stage's part: of several, the one whose least gain is largest. Where no config
-is, nothing deploys (a shape would run a variant that did not win there)."""
+winners agree, the first shape's entry serves the others. Where they differ, strict mode may still deploy one
+variant (a compile config, PTX actions, or a config with PTX actions on top) that every shape measured faster
+than stock and bit-exact, side by side at that shape, in any stage's part: of several, the one whose least
+gain is largest. Where none is, nothing deploys (a shape would run a variant that did not win there)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 from chronos.measure.numerics import bit_exact
 from chronos.measure.verdicts import FASTER
-from chronos.tuning.winners import config_change, confirmed_winner
+from chronos.tuning.winners import config_change, confirmed_winner, split_winner
 
 
 def measured_rows(folders: list[Path]) -> dict[str, list[dict]]:
@@ -26,29 +26,32 @@ def measured_rows(folders: list[Path]) -> dict[str, list[dict]]:
     return out
 
 
-def _config_alone(label: str) -> bool:
-    change = config_change(label)  # maxnreg: Inductor's autotuner never passes it to Triton (config_db)
-    return change is not None and "maxnreg" not in change
+def _deployable(label: str) -> bool:
+    """A variant one entry can deploy at every shape: not a knob maxnreg=N config (Inductor's autotuner
+    never passes it to Triton; config_db deploys it as its PTX action only where it is a kernel's own
+    winner)."""
+    config = split_winner(label.split("+"))[0] if label else None
+    return bool(label) and (config is None or "maxnreg" not in config_change(config))
 
 
-def config_measurements(rows: list[dict]) -> dict[str, list[tuple[dict, dict]]]:
-    """Config label -> every (measurement, its part) of that config alone beside stock in one kernel's parts
-    (their `candidates` and `blocks`)."""
+def variant_measurements(rows: list[dict]) -> dict[str, list[tuple[dict, dict]]]:
+    """Variant label ("num_warps=2", "num_warps=2+st_cache_cs", "reorder_cp") -> every (measurement, its
+    part) of it beside stock in one kernel's parts (their `candidates` and `blocks`)."""
     out: dict[str, list[tuple[dict, dict]]] = {}
     for row in rows:
         for c in [*row.get("candidates", []), *row.get("blocks", [])]:
             label = c.get("action") or "+".join(c.get("actions") or [])
-            if _config_alone(label):
+            if _deployable(label):
                 out.setdefault(label, []).append((c, row))
     return out
 
 
-def config_everywhere(group: list[str],
-                      measured: dict[str, list[dict]]) -> tuple[str, dict[str, tuple[dict, dict]]] | None:
-    """For shapes `group` of one stock PTX: the config that every measurement at every shape found faster
+def variant_everywhere(group: list[str],
+                       measured: dict[str, list[dict]]) -> tuple[str, dict[str, tuple[dict, dict]]] | None:
+    """For shapes `group` of one stock PTX: the variant that every measurement at every shape found faster
     than stock and bit-exact (of several, the one whose slowest shape is fastest) and kernel -> (its least
-    gainful measurement there, its part); None where no config is."""
-    per_shape = [config_measurements(measured.get(k, [])) for k in group]
+    gainful measurement there, its part); None where no variant is."""
+    per_shape = [variant_measurements(measured.get(k, [])) for k in group]
     fits: dict[str, dict[str, tuple[dict, dict]]] = {}
     for label in set.intersection(*(set(m) for m in per_shape)) if per_shape else ():
         seen = [m[label] for m in per_shape]
@@ -65,9 +68,10 @@ def stand_in(kernel: str, label: str, chosen: dict[str, tuple[dict, dict]]) -> d
     its own ratio and interval."""
     worst, part = max(chosen.values(), key=lambda m: m[0]["ratio"])
     return {"kernel": kernel, "provenance": part.get("provenance", {}),
-            "best": {"actions": [label], "verdict": FASTER, "ratio": worst["ratio"], "ci": worst["ci"]},
-            "candidates": [{**c, "actions": [label]} for c, _ in chosen.values()],
-            "shapes": {k: {"config": label, "ratio": c["ratio"], "ci": c["ci"]}
+            "best": {"actions": label.split("+"), "verdict": FASTER, "ratio": worst["ratio"],
+                     "ci": worst["ci"]},
+            "candidates": [{**c, "actions": label.split("+")} for c, _ in chosen.values()],
+            "shapes": {k: {"variant": label, "ratio": c["ratio"], "ci": c["ci"]}
                        for k, (c, _) in chosen.items()}}
 
 
@@ -88,12 +92,12 @@ def shared_ptx(rows: list[tuple[Path, dict]], specs: dict,
         kernels = [k for k, _ in group]
         if len({w for _, w in group}) == 1:
             served.update(dict.fromkeys(kernels[1:], kernels[0]))
-        elif found := config_everywhere(kernels, measured):
+        elif found := variant_everywhere(kernels, measured):
             stand_ins[kernels[0]] = stand_in(kernels[0], *found)
             served.update(dict.fromkeys(kernels[1:], kernels[0]))
         else:
             said = "; ".join(f"{k}: {w}" for k, w in group)
-            why = (f"one stock PTX at {len(group)} shapes whose winners differ ({said}), and no config alone "
+            why = (f"one stock PTX at {len(group)} shapes whose winners differ ({said}), and no one variant "
                    "won at every shape: none deploys")
             disagree.update(dict.fromkeys(kernels, why))
     return disagree, served, stand_ins
