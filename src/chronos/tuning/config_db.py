@@ -157,7 +157,7 @@ def write_configs(folder: Path, parts: list[Path], db_path: Path, leave_out: fro
                 else:
                     out["same_ptx"][row["kernel"]] = first
                 continue
-            row = stand_ins.get(row["kernel"], row)  # one config for every shape: its parts stand in
+            row = stand_ins.get(row["kernel"], row)  # one variant for every shape: its parts stand in
             try:
                 why = (uses_left_out(row, leave_out) or disagree.get(row["kernel"])
                        or _put_winner(db, ctx, row, path.name, out))

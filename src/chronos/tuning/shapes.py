@@ -78,7 +78,7 @@ def stand_in(kernel: str, label: str, chosen: dict[str, tuple[dict, dict]]) -> d
 def shared_ptx(rows: list[tuple[Path, dict]], specs: dict,
                measured: dict[str, list[dict]] | None = None) -> tuple[dict, dict, dict]:
     """(kernel -> why none deploys, kernel -> the first shape whose entry serves it, first shape -> the
-    stand-in part that deploys one config for its shapes); `measured`: every stage's parts per kernel
+    stand-in part that deploys one variant for its shapes); `measured`: every stage's parts per kernel
     (measured_rows), the rows' own where None."""
     measured = measured if measured is not None else {row["kernel"]: [row] for _, row in rows}
     by_ptx: dict[str, list[tuple[str, str]]] = {}
