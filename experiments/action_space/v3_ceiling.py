@@ -30,7 +30,7 @@ share of the step's GPU time (Amdahl, every phase together): an upper bound of t
 wall time is at least its GPU time.
 `triton_deployed` / `step_deployed`: `reached` of only the kernels whose winner Chronos v3's DB deploys
 (chronos.tuning.config_db.write_configs, as `chronos tune --merge-only --configs-from` writes it; the others
-at 1.0; shapes of one PTX whose winners differ at the speedup of the config alone that won at each,
+at 1.0; shapes of one PTX whose winners differ at the speedup of the one variant that won at each,
 chronos.tuning.shapes): what the end-to-end step can show at most (scripts/e2e_one_process.py measures it).
 
     python experiments/action_space/v3_ceiling.py [--reports reports] [--kernels] [--steps]
@@ -105,7 +105,7 @@ def triton_share(folder: Path) -> float | None:
 
 def deployed(kernels: Path, family: str, parts_root: Path, reached: dict[str, float]) -> dict | None:
     """Kernel -> the speedup the v3 DB deploys for it: its winner's `reached` (a kernel another shape's
-    entry serves included), or, at shapes of one PTX whose winners differ, the config alone that won at
+    entry serves included), or, at shapes of one PTX whose winners differ, the one variant that won at
     every shape, its speedup there; None where the workload has no knob parts."""
     import tempfile
 

@@ -149,7 +149,7 @@ def staleness(args, folder: Path, family: str, winners):
             if recorded["root"] != root:
                 return (f"measured on {recorded['root'] or 'stock'}; the census's winner is now "
                         f"{root or 'stock'}")
-        if args.section == "knob_blocks" and (
+        if args.section == "knob_blocks" and "blocks" in recorded and (  # rebuild knob_ptx's winner only then
                 label := measured_without(recorded, prior_winner(spec, folder, args.joint_parts, family))):
             return f"measured without knob_ptx's winner {label}"
         if args.section == "knob_walk" and "prior" in recorded:
