@@ -62,6 +62,13 @@ def test_differing_winners_deploy_the_variant_that_won_at_every_shape_its_least_
     assert variant_everywhere(["s1", "s3"], measured) is None  # s3 measured nothing
 
 
+def test_variants_tied_on_their_least_gain_resolve_by_label_not_by_set_order():
+    labels = [f"num_warps={w}+{a}" for w in (2, 4) for a in ("st_cache_cs", "st_l1_evict_first", "cache_cg")]
+    measured = {k: [{"kernel": k, "candidates": [_timed(label, 0.56) for label in reversed(labels)]}]
+                for k in ("s1", "s2")}
+    assert variant_everywhere(["s1", "s2"], measured)[0] == min(labels) == "num_warps=2+cache_cg"
+
+
 def _db(tmp_path: Path, workload: str) -> dict:
     from chronos.tuning.config_db import DB_STAGES, latest_parts, write_configs
 

@@ -49,11 +49,12 @@ def variant_measurements(rows: list[dict]) -> dict[str, list[tuple[dict, dict]]]
 def variant_everywhere(group: list[str],
                        measured: dict[str, list[dict]]) -> tuple[str, dict[str, tuple[dict, dict]]] | None:
     """For shapes `group` of one stock PTX: the variant that every measurement at every shape found faster
-    than stock and bit-exact (of several, the one whose slowest shape is fastest) and kernel -> (its least
+    than stock and bit-exact (of several, the one whose slowest shape is fastest; of those tied, the first
+    label in sorted order, so that a DB rebuilt from the same parts is the same DB) and kernel -> (its least
     gainful measurement there, its part); None where no variant is."""
     per_shape = [variant_measurements(measured.get(k, [])) for k in group]
     fits: dict[str, dict[str, tuple[dict, dict]]] = {}
-    for label in set.intersection(*(set(m) for m in per_shape)) if per_shape else ():
+    for label in sorted(set.intersection(*(set(m) for m in per_shape))) if per_shape else ():
         seen = [m[label] for m in per_shape]
         if all(c.get("verdict") == FASTER and bit_exact(c) for shape in seen for c, _ in shape):
             fits[label] = {k: max(shape, key=lambda m: m[0]["ratio"]) for k, shape in zip(group, seen)}
