@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 from chronos.measure.numerics import WITHIN_TOLERANCE
-from chronos.tuning.shapes import measured_rows, shared_ptx, variant_everywhere
+from chronos.tuning.shapes import measured_rows, shared_ptx, variant_everywhere, variant_measurements
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -60,6 +60,18 @@ def test_differing_winners_deploy_the_variant_that_won_at_every_shape_its_least_
     assert label == "num_warps=2" and {k: c["ratio"] for k, (c, _) in chosen.items()} == {
         "s1": 0.6, "s2": 0.85}  # each shape's least gain of it
     assert variant_everywhere(["s1", "s3"], measured) is None  # s3 measured nothing
+
+
+def test_a_walks_comparisons_beside_stock_count_and_its_steps_and_coordesc_rows_do_not():
+    walk_end, coordesc = "walk:XBLOCK=32,num_warps=1,num_stages=1", "walk:XBLOCK=64,num_warps=2,num_stages=1"
+    step = _timed("walk:XBLOCK=16,num_warps=1,num_stages=1", .5)  # its ratio is against the incumbent
+    walked = {"kernel": "s1", "walk": [{"candidates": [step]}],
+              "choosing": {"prior": _timed("num_warps=2", .8), "walk": _timed(walk_end, .7),
+                           "coordesc": _timed("coordesc", .6)},
+              "confirming": {"chronos": _timed(walk_end, .72), "on_coordesc": _timed(coordesc, .9)}}
+    got = variant_measurements([walked])
+    assert {k: [c["ratio"] for c, _ in v] for k, v in got.items()} == {"num_warps=2": [.8],
+                                                                        walk_end: [.7, .72]}
 
 
 def test_variants_tied_on_their_least_gain_resolve_by_label_not_by_set_order():

@@ -34,12 +34,22 @@ def _deployable(label: str) -> bool:
     return bool(label) and (config is None or "maxnreg" not in config_change(config))
 
 
+BESIDE_STOCK = ("prior", "walk", "chronos")
+"""A walk part's comparisons whose ratio is against stock and whose variant is Chronos's own: the earlier
+winner and the walk's end where the walk chose (`choosing`), the chosen one again (`confirming`). Its steps'
+rows are against the walk's incumbent, `on_coordesc` against coordinate descent's kernel, and coordinate
+descent's variants are Inductor's, not a label a DB entry deploys."""
+
+
 def variant_measurements(rows: list[dict]) -> dict[str, list[tuple[dict, dict]]]:
-    """Variant label ("num_warps=2", "num_warps=2+st_cache_cs", "reorder_cp") -> every (measurement, its
-    part) of it beside stock in one kernel's parts (their `candidates` and `blocks`)."""
+    """Variant label ("num_warps=2", "num_warps=2+st_cache_cs", "reorder_cp", "walk:XBLOCK=32,...") -> every
+    (measurement, its part) of it beside stock in one kernel's parts (their `candidates` and `blocks`, a
+    walk's comparisons BESIDE_STOCK)."""
     out: dict[str, list[tuple[dict, dict]]] = {}
     for row in rows:
-        for c in [*row.get("candidates", []), *row.get("blocks", [])]:
+        judged = [c for key in ("choosing", "confirming") for name, c in (row.get(key) or {}).items()
+                  if name in BESIDE_STOCK and c]
+        for c in [*row.get("candidates", []), *row.get("blocks", []), *judged]:
             label = c.get("action") or "+".join(c.get("actions") or [])
             if _deployable(label):
                 out.setdefault(label, []).append((c, row))
