@@ -50,6 +50,7 @@ rule all:
         "reports/knob_blocks.json",
         "reports/knob_anchors.json",
         "reports/knob_walk.json",
+        "reports/knob_shapes.json",
         "reports/random_time.json",
         "reports/heldout.json",
         "reports/heldout_curves.csv",

@@ -25,8 +25,10 @@
 #     walk_roots         each selected Inductor kernel's module and stock config (make_walk_roots; $WORKLOADS)
 #     knob_walk          stage knob_walk measured: walks over each kernel's config, compiled here (--compile;
 #                        REMEASURE=1: the recorded kernels timed again, parts kept: a repeat)
+#     knob_shapes        stage knob_shapes measured: the one variant shared by the shapes of a stock PTX whose
+#                        winners differ, judged again at each shape beside stock and its own winner
 #     e2e_v3             per workload of $WORKLOADS (default flex): Chronos v3's DB from the knob_ptx,
-#                        knob_blocks and knob_walk parts, then scripts/e2e_one_process.py with it (ROUNDS,
+#                        knob_blocks, knob_walk (and knob_shapes) parts, then scripts/e2e_one_process.py with it (ROUNDS,
 #                        default 30; ANCHORS="max_autotune coordesc": Inductor's tuners beside it, step by step;
 #                        ANCHOR_DRAWS=N: each tuner compiled N times, caches of its own each: N draws of it;
 #                        GRAPHS=1: each set's CUDA graph of every phase timed, not Python steps;
@@ -123,7 +125,8 @@ print(','.join(workload(n).name for n in (sys.argv[1].split() or NAMES)))" "${WO
       python3 -m chronos.stages.heldout --params params.yaml --picks reports/heldout.json --backend gpu \
         --store data/store/measurements.sqlite --out "$LOGS/heldout_gpu.json" ;;
     blocks) python3 scripts/make_block_variants.py --out . ${WORKLOADS:+--workloads $WORKLOADS} ;;
-    knob_census|knob_ptx|knob_blocks|knob_walk)  # budget: KNOB_BUDGET_<target>, else KNOB_BUDGET, else params
+    knob_census|knob_ptx|knob_blocks|knob_walk|knob_shapes)  # budget: KNOB_BUDGET_<target>, else KNOB_BUDGET,
+      # else params
       local b=KNOB_BUDGET_$t; b=${!b:-${KNOB_BUDGET:-}}
       python3 -m "chronos.stages.$t" --params params.yaml --backend gpu --parts "data/$t" \
         --store data/store/measurements.sqlite --out "reports/$t.json" ${b:+--budget $b} \
@@ -149,7 +152,8 @@ print(','.join(workload(n).name for n in (sys.argv[1].split() or NAMES)))" "${WO
     e2e_v3)
       local w; for w in ${WORKLOADS:-flex}; do
         local merge=(python3 -m chronos.cli tune "data/kernels/captured/$w" --merge-only --parts /tmp/no-tune-parts
-          --configs-from "data/knob_ptx/captured/$w" "data/knob_blocks/captured/$w" "data/knob_walk/captured/$w")
+          --configs-from "data/knob_ptx/captured/$w" "data/knob_blocks/captured/$w" "data/knob_walk/captured/$w"
+          "data/knob_shapes/captured/$w")
         "${merge[@]}" --db "/tmp/v3-$w.sqlite" | grep "v3 winners" || return 1
         local also=()  # LEAVE_OUT="l2_policy_streaming ...": the DB less the winners using them, timed beside
         if [[ -n ${LEAVE_OUT:-} ]]; then

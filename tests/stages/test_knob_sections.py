@@ -199,3 +199,41 @@ def test_a_kernel_knob_ptx_has_not_measured_waits_for_it_and_is_not_counted_as_s
     assert settler(args, kernels / family, family)(spec)["error"] == NOTHING_TO_TRY
     walk = SimpleNamespace(section="knob_walk", joint_parts=tmp_path)
     assert settler(walk, kernels / family, family)(spec) is None  # the walk measures it
+
+
+def test_knob_shapes_judges_only_the_shapes_that_share_a_variant_and_says_so_of_the_rest(tmp_path):
+    """Stage knob_shapes on gpt2's committed parts: a shape of a PTX whose winners differ is measured beside
+    its own winner (its part names the variant it judged), any other kernel is settled with why; a part that
+    judged another variant than the one standing now is stale."""
+    import shutil
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from chronos.kernels.spec import load_specs
+    from chronos.stages import knob_sections
+    from chronos.tuning.shape_confirm import NOT_SHARED
+
+    from ..search.stub_backend import StubBackend
+
+    root = Path(__file__).resolve().parents[2] / "data"
+    family = "captured/gpt2"
+    shutil.copytree(root / "kernels" / family, tmp_path / "kernels" / family,
+                    ignore=shutil.ignore_patterns("tune-parts", "ttir", "inputs"))
+    args = SimpleNamespace(section="knob_shapes", kernels=tmp_path / "kernels", joint_parts=root / "knob_ptx",
+                           blocks_parts=root / "knob_blocks", walk_parts=root / "knob_walk")
+    args.shape_plan = knob_sections.shape_plan(args, tmp_path / "knob_shapes")
+    folder = tmp_path / "kernels" / family
+    specs = {s.kernel: s for s in load_specs(folder / "specs.json")}
+    variants = args.shape_plan(family)[1]
+    shared = sorted(k for k in variants if "cat_split_transpose_view_1_26c644b6" in k)
+    other = next(k for k in specs if k not in variants)
+    settled = knob_sections.settler(args, folder, family)
+    assert settled(specs[other]) == {"kernel": other, "error": NOT_SHARED}
+    assert settled(specs[shared[0]]) is None
+    label = variants[shared[0]]
+    measure = knob_sections.measurer(args, folder, family, StubBackend({label: 0.5}), None, 0.01, {}, None)
+    row = measure(specs[shared[0]])
+    assert row["confirms"] == label and row["best"]["actions"] == label.split("+")
+    stale = knob_sections.staleness(args, folder, family, None)
+    assert stale(specs[shared[0]], row) is None
+    assert "the variant for its shapes is now " + label in stale(specs[shared[0]], {**row, "confirms": "x"})

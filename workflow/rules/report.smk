@@ -145,6 +145,7 @@ rule knob_census:
         "src/chronos/stages/measuring.py",
         "src/chronos/toolchain.py",
         "src/chronos/transforms",
+        "src/chronos/triton",
         "src/chronos/tuning",
     output:
         "reports/knob_census.json",
@@ -185,6 +186,7 @@ rule knob_ptx:
         "src/chronos/stages/measuring.py",
         "src/chronos/toolchain.py",
         "src/chronos/transforms",
+        "src/chronos/triton",
         "src/chronos/tuning",
     output:
         "reports/knob_ptx.json",
@@ -226,6 +228,7 @@ rule knob_blocks:
         "src/chronos/stages/measuring.py",
         "src/chronos/toolchain.py",
         "src/chronos/transforms",
+        "src/chronos/triton",
         "src/chronos/tuning",
     output:
         "reports/knob_blocks.json",
@@ -271,6 +274,7 @@ rule knob_anchors:
         "src/chronos/stages/measuring.py",
         "src/chronos/toolchain.py",
         "src/chronos/transforms",
+        "src/chronos/triton",
         "src/chronos/tuning",
     output:
         "reports/knob_anchors.json",
@@ -328,6 +332,51 @@ rule knob_walk:
         "python -m chronos.stages.knob_walk --params params.yaml --kernels data/kernels"
         " --joint-parts data/knob_ptx --blocks-parts data/knob_blocks --parts data/knob_walk"
         " --store data/store/measurements.sqlite --out reports/knob_walk.json --backend replay"
+
+
+# The one variant deployed for the shapes of one stock PTX whose winners differ, judged again at each shape
+# beside stock and the shape's own winner (#28); on a GPU measured (data/knob_shapes/), else replayed.
+rule knob_shapes:
+    input:
+        "data/knob_shapes",
+        "data/knob_walk",
+        "data/knob_blocks",
+        "data/knob_ptx",
+        "data/kernels/captured",
+        "data/store/measurements.sqlite",
+        "data/store/atlas.sqlite",
+        "src/chronos/actions.py",
+        "src/chronos/config",
+        "src/chronos/errors.py",
+        "src/chronos/features",
+        "src/chronos/files.py",
+        "src/chronos/gpu.py",
+        "src/chronos/kernels",
+        "src/chronos/measure",
+        "src/chronos/progress.py",
+        "src/chronos/ptx",
+        "src/chronos/sass.py",
+        "src/chronos/search",
+        "src/chronos/stages/__init__.py",
+        "src/chronos/stages/common.py",
+        "src/chronos/stages/knob_sections.py",
+        "src/chronos/stages/knob_shapes.py",
+        "src/chronos/stages/measuring.py",
+        "src/chronos/toolchain.py",
+        "src/chronos/transforms",
+        "src/chronos/triton",
+        "src/chronos/tuning",
+    output:
+        "reports/knob_shapes.json",
+    resources:
+        gpu=1,  # opens a measurement backend: on a GPU host it measures
+    params:
+        tracked=tracked_params("measure", "search.greedy", "search.knob_census", "timing"),
+    shell:
+        "python -m chronos.stages.knob_shapes --params params.yaml --kernels data/kernels"
+        " --joint-parts data/knob_ptx --blocks-parts data/knob_blocks --walk-parts data/knob_walk"
+        " --parts data/knob_shapes"
+        " --store data/store/measurements.sqlite --out reports/knob_shapes.json --backend replay"
 
 
 # Seeded random search in time (issue #14), the comparator for headroom's greedy: random v2 sets beside the

@@ -79,7 +79,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--configs-from", type=Path, nargs="+", metavar="PARTS",
                    help="with --db: Chronos v3's confirmed winners in these compile-knob stage parts "
                         "(data/knob_ptx/<w>, data/knob_blocks/<w>, data/knob_walk/<w>; a later folder's "
-                        "part of a kernel supersedes an earlier one's): each one's config and PTX actions")
+                        "part of a kernel supersedes an earlier one's): each one's config and PTX actions; "
+                        "data/knob_shapes/<w>: the shared variants of several shapes judged again")
     p.add_argument("--leave-out-actions", nargs="+", default=[], metavar="ACTION",
                    help="with --configs-from: leave out every winner whose PTX actions use one of these (a "
                         "v2 action or group, e.g. l2_policy_streaming): a DB to time beside the full one")
@@ -256,9 +257,11 @@ def run(args: argparse.Namespace) -> int:
         if args.configs_from:
             got = write_configs(args.dir, latest_parts(args.configs_from), args.db, leave_out,
                                 measured_rows(args.configs_from))
+            confirmed = sum(bool(s.get("confirmed")) for s in got["shared_variant"].values())
             print(f"tune: v3 winners in {args.db}: {got['entries']} configs, {got['ptx_entries']} PTX "
                   f"sets, of {got['kernels']} kernels ({len(got['same_ptx'])} served by the entry of another "
                   f"shape of their PTX; {len(got['shared_variant'])} shapes of one PTX whose winners differ "
-                  f"run the one variant that won at each; {len(got['left_out'])} left out, why: "
+                  f"run the one variant that won at each ({confirmed} judged again there by stage "
+                  f"knob_shapes); {len(got['left_out'])} left out, why: "
                   f"{sorted(set(got['left_out'].values()))})")
     return report_not_tuned(args, selected, counts)

@@ -1,6 +1,7 @@
-"""The shell that stages knob_census, knob_ptx, knob_blocks, knob_anchors and knob_walk share (not a stage
-itself): arguments, the backend, the per-kernel loop over the captured families (chronos.search.knob_census,
-.knob_ptx, .knob_blocks, .knob_anchors, .knob_walk) and the report."""
+"""The shell that stages knob_census, knob_ptx, knob_blocks, knob_anchors, knob_walk and knob_shapes share
+(not a stage itself): arguments, the backend, the per-kernel loop over the captured families
+(chronos.search.knob_census, .knob_ptx, .knob_blocks, .knob_anchors, .knob_walk;
+chronos.tuning.shape_confirm) and the report."""
 
 from __future__ import annotations
 
@@ -33,9 +34,17 @@ from chronos.stages.measuring import add_backend_arguments, open_backend
 from chronos.toolchain import ptxas_version
 from chronos.tuning.parts import triton_identity
 from chronos.tuning.ptxas import deploy_ptxas, ptxas_mismatch, recorded_ptxas
+from chronos.tuning.shape_confirm import (
+    NOT_SHARED,
+    confirm_kernel,
+    own_winner,
+    shapes_summary,
+    shared_variants,
+    stale_confirmation,
+)
 
 SUMMARIES = {"knob_census": knob_summary, "knob_ptx": joint_summary, "knob_blocks": blocks_summary,
-             "knob_anchors": anchors_summary, "knob_walk": walk_summary}
+             "knob_anchors": anchors_summary, "knob_walk": walk_summary, "knob_shapes": shapes_summary}
 
 
 def add_arguments(ap) -> None:
@@ -46,6 +55,8 @@ def add_arguments(ap) -> None:
                     help="(knob_blocks, knob_anchors) knob_ptx's parts: each kernel's earlier winner")
     ap.add_argument("--blocks-parts", type=Path, default=Path("data/knob_blocks"),
                     help="(knob_anchors) knob_blocks' parts: Chronos v3's winners beside the anchors")
+    ap.add_argument("--walk-parts", type=Path, default=Path("data/knob_walk"),
+                    help="(knob_shapes) knob_walk's parts: the DB's winners, with knob_ptx's, knob_blocks'")
     ap.add_argument("--kernels", type=Path, default=Path("data/kernels"))
     ap.add_argument("--parts", type=Path, help="default data/<section>")
     ap.add_argument("--out", type=Path, help="default reports/<section>.json")
@@ -71,6 +82,18 @@ def earlier_winners(args):
     return won
 
 
+def shape_plan(args, parts: Path):
+    """(knob_shapes) family -> (the DB stages' parts folders and this stage's, kernel -> the variant that
+    stands for its shapes now), read once per family and run: a run judges the variants chosen before it."""
+    @functools.cache
+    def plan(family: str) -> tuple[list[Path], dict[str, str]]:
+        folders = [args.joint_parts / family, args.blocks_parts / family, args.walk_parts / family,
+                   parts / family]
+        return folders, shared_variants(args.kernels / family, folders)
+
+    return plan
+
+
 def measurer(args, folder: Path, family: str, backend, timing, min_gain: float, compilers: dict, winners):
     """The section's measurement of one kernel of `family` (a row); earlier steps come from their parts
     (`winners`: earlier_winners). `compilers`: knob_walk's compiler per family, made on first use by
@@ -86,6 +109,10 @@ def measurer(args, folder: Path, family: str, backend, timing, min_gain: float, 
         if section == "knob_blocks":
             prior = prior_winner(spec, folder, args.joint_parts, family)
             return blocks_kernel(spec, folder, prior, backend, timing, min_gain)
+        if section == "knob_shapes":
+            folders, variants = args.shape_plan(family)
+            return confirm_kernel(spec, folder, variants[spec.kernel], own_winner(folders[:3], spec.kernel),
+                                  backend, timing, min_gain)
         won = winners(spec, folder, family)
         if section == "knob_walk":
             if family not in compilers:
@@ -129,6 +156,8 @@ def settler(args, folder: Path, family: str):
             return {"kernel": spec.kernel, "error": WAITS_FOR_PTX}
         if args.section == "knob_blocks":
             return nothing_to_try(spec, folder, prior_winner(spec, folder, args.joint_parts, family))
+        if args.section == "knob_shapes" and spec.kernel not in args.shape_plan(family)[1]:
+            return {"kernel": spec.kernel, "error": NOT_SHARED}
         return None
 
     return settled
@@ -158,6 +187,8 @@ def staleness(args, folder: Path, family: str, winners):
             if recorded["prior"] != now:  # its comparisons judged another lineup than replay would build
                 return (f"walked beside the earlier stages' winner {_label(recorded['prior'])}, which is now "
                         f"{_label(now)}")
+        if args.section == "knob_shapes":
+            return stale_confirmation(recorded, args.shape_plan(family)[1].get(spec.kernel))
         return None
 
     return stale
@@ -197,7 +228,7 @@ def run(args, cfg) -> int:
     out_path = args.out or Path("reports", f"{args.section}.json")
     timing = kcfg.timing_for(cfg.timing)
     budget = args.budget if args.budget is not None else kcfg.budget_s
-    args.walk_steps = kcfg.walk_steps
+    args.walk_steps, args.shape_plan = kcfg.walk_steps, shape_plan(args, parts)
     if args.section in ("knob_anchors", "knob_walk"):  # Inductor's tuners change numerics: a tolerance
         cfg = replace(cfg, measure=replace(cfg.measure, tolerance=kcfg.anchor_tolerance))
     backend = open_backend(args, cfg)
@@ -290,7 +321,7 @@ def time_shares(weight: dict[str, float], rows: list[dict]) -> dict:
 
 
 def main(section: str, doc: str, argv: list[str] | None, walk_compiler=None) -> int:
-    """Run the stage of `section` (knob_census, knob_ptx, knob_blocks, knob_anchors or knob_walk)."""
+    """Run the stage of `section` (one of SUMMARIES)."""
     argv = sys.argv[1:] if argv is None else argv
     def run_section(args, cfg) -> int:
         args.walk_compiler = walk_compiler

@@ -19,8 +19,9 @@ from pathlib import Path
 
 from chronos.errors import ChronosError
 from chronos.tuning.ptxas import ptxas_mismatch, recorded_ptxas
+from chronos.tuning.rebuild import config_root, variant_of
 from chronos.tuning.shapes import shared_ptx
-from chronos.tuning.winners import KNOB, WALK, config_change, confirmed_winner, split_winner
+from chronos.tuning.winners import config_change, confirmed_winner, split_winner
 
 
 def stock_config(folder: Path, spec: dict, knobs_entry: dict) -> dict | None:
@@ -56,65 +57,33 @@ def decision(row: dict) -> tuple[dict | None, str]:
 
 def winner_ptx(folder: Path, spec, actions: list[str]) -> tuple[str, str]:
     """(the PTX the winner's config makes — stock's where it has none —, the winner's PTX): its root is its
-    knob or block variant, rebuilt as the stages built it, its PTX actions applied on top."""
-    from chronos.kernels.spec import read_ptx
+    knob or block variant or walk's end, rebuilt as the stages built it, its PTX actions applied on top."""
     from chronos.ptx import emit, parse
-    from chronos.search.knob_blocks import block_variants
-    from chronos.search.knob_census import knob_variants
-    from chronos.search.space import realize
 
     label, ptx_actions = split_winner(actions)
-    if label is None:
-        root = read_ptx(folder / "specs.json", spec)
-    elif label.startswith(WALK):
-        root = walk_root(folder, spec, label)
-    else:
-        made = knob_variants(folder, spec)[0] if KNOB.match(label) else block_variants(folder, spec)[0]
-        found = next((v for v in made if v.actions == (label,)), None)
-        if found is None:
-            raise ChronosError(f"{spec.kernel}: the config {label} of its winner is not among its variants")
-        root = found.ptx
-    module = parse(root)
+    root = config_root(folder, spec, label)
+    if ptx_actions:
+        return root.ptx, variant_of(folder, spec, actions, root).ptx
+    module = parse(root.ptx)  # as the hook derives it: parsed and emitted, no action applied
     module.align_contract.update(spec.alignment)
-    tuned = realize(module, ptx_actions, defer_ptxas=True)  # as the hook derives it (rederive.derive)
-    if tuned is None:
-        raise ChronosError(f"{spec.kernel}: {'+'.join(ptx_actions)} no longer applies to its root {label}")
-    return root, emit(tuned)
+    return root.ptx, emit(module)
 
 
-def walk_root(folder: Path, spec, label: str) -> str:
-    """The PTX of a walk's end, as the walk compiled it (the workload's walk.json)."""
-    from chronos.kernels.variant import Variant
-    from chronos.search.knob_walk import Point
-    from chronos.triton.walk_manifest import ManifestCompiler
-
-    compiler = ManifestCompiler(folder)
-    entry = compiler.entry(spec)
-    change = config_change(label)
-    if entry is None or change is None:
-        raise ChronosError(f"{spec.kernel}: no walk root in {folder / 'walk.json'} for its winner {label}")
-    stock = entry["stock"]
-    point = Point.of({"kwargs": {**stock["kwargs"], **change["kwargs"]},
-                      "num_warps": change.get("num_warps", stock["num_warps"]),
-                      "num_stages": change.get("num_stages", stock["num_stages"])})
-    got = compiler.variants(spec, [point])[point.label]
-    if not isinstance(got, Variant):
-        raise ChronosError(f"{spec.kernel}: its winner {label} has no compiled variant ({got['reason']})")
-    return got.ptx
-
-
-DB_STAGES = ("knob_ptx", "knob_blocks", "knob_walk")
-"""The stages whose parts the v3 DB is written from, in stage order (latest_parts' `folders`)."""
+DB_STAGES = ("knob_ptx", "knob_blocks", "knob_walk", "knob_shapes")
+"""The stages whose parts the v3 DB is written from, in stage order (latest_parts' `folders`; knob_shapes'
+parts only judge again the variant shared by several shapes: never a kernel's own winner)."""
 
 
 def latest_parts(folders: list[Path]) -> list[Path]:
     """Per kernel its part of the latest stage that has one (`folders` in stage order: the joint step's
     parts, then the block step's, which measured beside the joint step's winner and supersedes it, then
-    the walk's, which chose beside the block step's winner)."""
+    the walk's, which chose beside the block step's winner). A part of stage knob_shapes (`confirms`: it
+    judges again the variant that stands for several shapes, chronos.tuning.shape_confirm) is never one."""
     found: dict[str, Path] = {}
     for folder in folders:
         for path in sorted(Path(folder).glob("*.json")):
-            found[path.name] = path
+            if "confirms" not in json.loads(path.read_text()):
+                found[path.name] = path
     return [found[k] for k in sorted(found)]
 
 

@@ -59,9 +59,11 @@ def variant_measurements(rows: list[dict]) -> dict[str, list[tuple[dict, dict]]]
 def variant_everywhere(group: list[str],
                        measured: dict[str, list[dict]]) -> tuple[str, dict[str, tuple[dict, dict]]] | None:
     """For shapes `group` of one stock PTX: the variant that every measurement at every shape found faster
-    than stock and bit-exact (of several, the one whose slowest shape is fastest; of those tied, the first
-    label in sorted order, so that a DB rebuilt from the same parts is the same DB) and kernel -> (its least
-    gainful measurement there, its part); None where no variant is."""
+    than stock and bit-exact and kernel -> (its least gainful measurement there, its part); None where no
+    variant is. Of several, one that stage knob_shapes judged again at every shape (judged_everywhere) comes
+    first, so that a variant which held stays, not one whose measurements only chose it; then the one whose
+    slowest shape is fastest; of those tied, the first label in sorted order (a DB rebuilt from the same
+    parts is the same DB)."""
     per_shape = [variant_measurements(measured.get(k, [])) for k in group]
     fits: dict[str, dict[str, tuple[dict, dict]]] = {}
     for label in sorted(set.intersection(*(set(m) for m in per_shape))) if per_shape else ():
@@ -70,7 +72,13 @@ def variant_everywhere(group: list[str],
             fits[label] = {k: max(shape, key=lambda m: m[0]["ratio"]) for k, shape in zip(group, seen)}
     if not fits:
         return None
-    return min(fits.items(), key=lambda item: max(c["ratio"] for c, _ in item[1].values()))
+    return min(fits.items(), key=lambda item: (not judged_everywhere(group, measured, item[0]),
+                                               max(c["ratio"] for c, _ in item[1].values())))
+
+
+def judged_everywhere(group: list[str], measured: dict[str, list[dict]], label: str) -> bool:
+    """Every shape of `group` holds a part of stage knob_shapes that judged `label` again."""
+    return all(any(row.get("confirms") == label for row in measured.get(k, [])) for k in group)
 
 
 def stand_in(kernel: str, label: str, chosen: dict[str, tuple[dict, dict]]) -> dict:
@@ -104,7 +112,9 @@ def shared_ptx(rows: list[tuple[Path, dict]], specs: dict,
         if len({w for _, w in group}) == 1:
             served.update(dict.fromkeys(kernels[1:], kernels[0]))
         elif found := variant_everywhere(kernels, measured):
-            stand_ins[kernels[0]] = stand_in(kernels[0], *found)
+            stand_ins[kernels[0]] = part = stand_in(kernels[0], *found)
+            for k, shape in part["shapes"].items():  # stage knob_shapes judged it again at this shape
+                shape["confirmed"] = judged_everywhere([k], measured, found[0])
             served.update(dict.fromkeys(kernels[1:], kernels[0]))
         else:
             said = "; ".join(f"{k}: {w}" for k, w in group)
