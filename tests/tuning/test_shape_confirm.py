@@ -97,3 +97,12 @@ def test_a_shared_variant_not_faster_at_one_shape_gives_way_and_its_parts_are_st
     for k in shapes:
         why = stale_confirmation(json.loads((folders[-1] / f"{k}.json").read_text()), now.get(k))
         assert (why is not None) == (k in now)
+
+
+def test_a_shape_whose_own_winner_cannot_be_rebuilt_still_judges_the_shared_variant(tmp_path):
+    folder, folders, specs, shapes = _gpt2(tmp_path)
+    label = shared_variants(folder, folders)[shapes[0]]
+    row = confirm_kernel(specs[shapes[0]], folder, label, ["XBLOCK=999999"], StubBackend({label: 0.6}),
+                         timing=None, min_gain=0.01)
+    assert [c["action"] for c in row["candidates"]] == [label] and row["best"]["actions"] == label.split("+")
+    assert "its own winner XBLOCK=999999 not rebuilt" in row["own_not_timed"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from chronos.errors import ChronosError
 from chronos.kernels.spec import read_ptx
 from chronos.kernels.variant import Variant
 from chronos.measure.numerics import bit_exact
@@ -48,7 +49,12 @@ def confirm_kernel(spec, folder: Path, label: str, own: list[str] | None, backen
     says whether the shared variant is faster than stock and bit-exact here (`best`, else verdict none)."""
     stock = Variant(spec, read_ptx(folder / "specs.json", spec), ())
     shared = variant_of(folder, spec, label.split("+"))
-    mine = variant_of(folder, spec, own) if own and "+".join(own) != label else None
+    mine, why_not = None, None
+    if own and "+".join(own) != label:
+        try:
+            mine = variant_of(folder, spec, own)
+        except ChronosError as e:  # the shared variant is still judged beside stock
+            why_not = f"its own winner {'+'.join(own)} not rebuilt: {e}"
     lineup = [stock, shared, *([mine] if mine is not None and mine.key != shared.key else [])]
     cmp = backend.compare(spec, lineup, timing)
     if not cmp.baseline.valid:
@@ -61,7 +67,8 @@ def confirm_kernel(spec, folder: Path, label: str, own: list[str] | None, backen
              if k in judged} if held else {"actions": [], "ratio": 1.0, "ci": None, "verdict": "none"})
     return {"kernel": spec.kernel, "confirms": label, "own": own, "baseline_ms": cmp.time_ms(0)[0],
             "candidates": rows, "best": best, "speedup": 1.0 / best["ratio"],
-            "own_over_shared": (rows[1]["ratio"] / judged["ratio"]) if len(rows) > 1 else None}
+            "own_over_shared": (rows[1]["ratio"] / judged["ratio"]) if len(rows) > 1 else None,
+            **({"own_not_timed": why_not} if why_not else {})}
 
 
 def stale_confirmation(recorded: dict, label: str | None) -> str | None:
