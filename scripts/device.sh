@@ -32,7 +32,8 @@
 #                        default 30; ANCHORS="max_autotune coordesc": Inductor's tuners beside it, step by step;
 #                        ANCHOR_DRAWS=N: each tuner compiled N times, caches of its own each: N draws of it;
 #                        GRAPHS=1: each set's CUDA graph of every phase timed, not Python steps;
-#                        LEAVE_OUT="ACTION|GROUP ...": a second DB less the winners using them, timed beside)
+#                        LEAVE_OUT="ACTION|GROUP ...": a second DB less the winners using them, timed beside
+#                        as the set `without_<ACTION+GROUP...>`, the name saying what it left out)
 #                        -> data/kernels/captured/<w>/e2e-one-process.json
 #     PATH.py            a research or benchmark script (experiments/..., benchmarks/...) with $ARGS
 #     RULE               a pipeline rule that measures (baseline, aa, greedy_kernel, random_search, atlas,
@@ -158,7 +159,8 @@ print(','.join(workload(n).name for n in (sys.argv[1].split() or NAMES)))" "${WO
         local also=()  # LEAVE_OUT="l2_policy_streaming ...": the DB less the winners using them, timed beside
         if [[ -n ${LEAVE_OUT:-} ]]; then
           "${merge[@]}" --db "/tmp/v3-$w-less.sqlite" --leave-out-actions $LEAVE_OUT | grep "v3 winners" || return 1
-          also=(--also "without_left_out=/tmp/v3-$w-less.sqlite")
+          local left=${LEAVE_OUT// /+}  # the set's name says what its DB left out (the e2e JSON's `also` key)
+          also=(--also "without_$left=/tmp/v3-$w-less.sqlite")
         fi
         # a compile that misses its kernel's entry keeps its PTX (logs/missed-ptx-<w>/: diff it with the DB's root)
         CHRONOS_KEEP_MISSED_PTX="$LOGS/missed-ptx-$w" \
