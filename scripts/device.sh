@@ -28,8 +28,9 @@
 #     knob_shapes        stage knob_shapes measured: the one variant shared by the shapes of a stock PTX whose
 #                        winners differ, judged again at each shape beside stock and its own winner
 #     e2e_v3             per workload of $WORKLOADS (default flex): Chronos v3's DB from the knob_ptx,
-#                        knob_blocks, knob_walk (and knob_shapes) parts, then scripts/e2e_one_process.py with it (ROUNDS,
-#                        default 30; ANCHORS="max_autotune coordesc": Inductor's tuners beside it, step by step;
+#                        knob_blocks, knob_walk (and knob_shapes) parts, then scripts/e2e_one_process.py with
+#                        it (ROUNDS, default 30; ANCHORS="max_autotune coordesc": Inductor's tuners beside it,
+#                        step by step;
 #                        ANCHOR_DRAWS=N: each tuner compiled N times, caches of its own each: N draws of it;
 #                        GRAPHS=1: each set's CUDA graph of every phase timed, not Python steps;
 #                        LEAVE_OUT="ACTION|GROUP ...": a second DB less the winners using them, timed beside
