@@ -120,3 +120,21 @@ def test_shapes_whose_winners_differ_count_at_the_config_alone_that_won_at_each(
     shared = {k: s for k, s in got.items() if "cat_split_transpose_view_1_26c644b6" in k}
     assert len(shared) == 3 and all(1.7 < s < 2.1 for s in shared.values())
     assert {s for k, s in got.items() if k not in shared} == {1.5}
+
+
+def test_the_deployed_column_less_some_actions_drops_exactly_the_winners_that_use_them():
+    """bert's DB less its L2-policy winners (as `chronos tune --leave-out-actions l2_policy_streaming` writes
+    it): every kernel it drops had a winner using an L2 policy on streaming loads, and no other."""
+    pytest.importorskip("torch")
+    from chronos.tuning.config_db import leave_out_actions
+
+    mod = _script()
+    parts = {p.stem for p in (ROOT / "data/knob_walk/captured/bert").glob("*.json")}
+    every = mod.deployed(ROOT / "data/kernels", "captured/bert", ROOT / "data", dict.fromkeys(parts, 1.5))
+    l2 = leave_out_actions(["l2_policy_streaming"])
+    less = mod.deployed(ROOT / "data/kernels", "captured/bert", ROOT / "data", dict.fromkeys(parts, 1.5), l2)
+    dropped = set(every) - set(less)
+    assert dropped and set(less) < set(every)
+    for k in dropped:
+        best = json.loads((ROOT / "data/knob_walk/captured/bert" / f"{k}.json").read_text())["best"]
+        assert set(best["actions"]) & l2

@@ -34,6 +34,7 @@ at 1.0; shapes of one PTX whose winners differ at the speedup of the one variant
 chronos.tuning.shapes): what the end-to-end step can show at most (scripts/e2e_one_process.py measures it).
 
     python experiments/action_space/v3_ceiling.py [--reports reports] [--kernels] [--steps]
+        [--leave-out-actions ACTION|GROUP...]
 """
 
 from __future__ import annotations
@@ -103,10 +104,12 @@ def triton_share(folder: Path) -> float | None:
     return sum(p["triton_us"] for p in phases) / total if total else None
 
 
-def deployed(kernels: Path, family: str, parts_root: Path, reached: dict[str, float]) -> dict | None:
+def deployed(kernels: Path, family: str, parts_root: Path, reached: dict[str, float],
+             leave_out: frozenset[str] = frozenset()) -> dict | None:
     """Kernel -> the speedup the v3 DB deploys for it: its winner's `reached` (a kernel another shape's
     entry serves included), or, at shapes of one PTX whose winners differ, the one variant that won at
-    every shape, its speedup there; None where the workload has no knob parts."""
+    every shape, its speedup there; None where the workload has no knob parts. `leave_out`: PTX actions
+    whose winners the DB leaves out whole (`chronos tune --leave-out-actions`)."""
     import tempfile
 
     from chronos.tuning.config_db import DB_STAGES, latest_parts, write_configs
@@ -117,7 +120,8 @@ def deployed(kernels: Path, family: str, parts_root: Path, reached: dict[str, fl
     if not parts:
         return None
     with tempfile.TemporaryDirectory() as tmp:
-        got = write_configs(kernels / family, parts, Path(tmp) / "v3.sqlite", measured=measured_rows(folders))
+        got = write_configs(kernels / family, parts, Path(tmp) / "v3.sqlite", leave_out,
+                            measured=measured_rows(folders))
     ships = {json.loads(p.read_text())["kernel"] for p in parts} - set(got["left_out"])
     return {k: 1.0 / got["shared_variant"][k]["ratio"] if k in got["shared_variant"] else r
             for k, r in reached.items() if k in ships}
@@ -133,7 +137,8 @@ def float_atomics(reports: Path) -> dict[str, set[str]]:
 
 
 def step_bounds(ceilings: dict, kernels: Path, parts_root: Path | None = None,
-                atomics: dict[str, set[str]] | None = None) -> dict[str, dict]:
+                atomics: dict[str, set[str]] | None = None,
+                leave_out: frozenset[str] = frozenset()) -> dict[str, dict]:
     """Per workload: the Triton time and step speedups the measured kernels' numbers allow at most
     (`atomics`: per family the kernels outside the strict space, float_atomics)."""
     from chronos.kernels.profile import measured_gpu_ms, weighted_speedup
@@ -155,7 +160,7 @@ def step_bounds(ceilings: dict, kernels: Path, parts_root: Path | None = None,
                "triton_strict_bound": weighted_speedup(weight, {**outside, **best}, max(best.values()))}
         product = {k: c["knob"] * c["block"] * max(c["ptx"], c["v2"]) for k, c in mine.items()}
         row["triton_product_bound"] = weighted_speedup(weight, {**outside, **product}, max(product.values()))
-        ships = deployed(kernels, family, parts_root, reached) if parts_root else None
+        ships = deployed(kernels, family, parts_root, reached, leave_out) if parts_root else None
         row["triton_deployed"] = weighted_speedup(weight, ships) if ships is not None else None
         share = triton_share(kernels / family)
         for k in ("reached", "best", "bound", "strict_bound", "product_bound", "deployed"):
@@ -184,6 +189,8 @@ def main() -> int:
     p.add_argument("--captured", type=Path, default=ROOT / "data" / "kernels", help="(--steps) the kernels")
     p.add_argument("--parts", type=Path, default=ROOT / "data",
                    help="(--steps) the knob stages' parts (<parts>/knob_walk/captured/<w>/...)")
+    p.add_argument("--leave-out-actions", nargs="+", default=[], metavar="ACTION",
+                   help="(--steps) `deployed` of the DB less the winners using these v2 actions or groups")
     args = p.parse_args()
     ceilings = kernel_ceilings(args.reports)
     if args.kernels:
@@ -194,7 +201,10 @@ def main() -> int:
         print(f"{family:26} {s['kernels']:7}  {s['reached']:.4f}   {s['best_measured']:.4f}         "
               f"{s['product_bound']:.4f}")
     if args.steps:
-        print_steps(step_bounds(ceilings, args.captured, args.parts, float_atomics(args.reports)))
+        from chronos.tuning.config_db import leave_out_actions
+
+        print_steps(step_bounds(ceilings, args.captured, args.parts, float_atomics(args.reports),
+                                leave_out_actions(args.leave_out_actions)))
     return 0
 
 
