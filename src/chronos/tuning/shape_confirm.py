@@ -22,7 +22,6 @@ from chronos.tuning.rebuild import variant_of
 from chronos.tuning.shapes import measured_rows, shared_ptx
 from chronos.tuning.winners import confirmed_winner
 
-STAGE = "knob_shapes"
 NOT_SHARED = ("not one of several shapes of one stock PTX whose winners differ and where one variant won at "
               "every shape: nothing to judge again")
 
@@ -38,7 +37,7 @@ def shared_variants(folder: Path, stage_folders: list[Path]) -> dict[str, str]:
 
 def own_winner(stage_folders: list[Path], kernel: str) -> list[str] | None:
     """The kernel's own confirmed, bit-exact winner (its latest DB stage's part), None where none."""
-    part = next((p for p in reversed(latest_parts(stage_folders)) if p.stem == kernel), None)
+    part = next((p for p in latest_parts(stage_folders) if p.stem == kernel), None)
     winner = confirmed_winner(json.loads(part.read_text()))[0] if part else None
     return None if winner is None else [*filter(None, [winner[0]]), *winner[1]]
 
