@@ -211,7 +211,7 @@ def test_knob_shapes_judges_only_the_shapes_that_share_a_variant_and_says_so_of_
 
     from chronos.kernels.spec import load_specs
     from chronos.stages import knob_sections
-    from chronos.tuning.shape_confirm import NOT_SHARED
+    from chronos.tuning.shapes import NOT_SHARED
 
     from ..search.stub_backend import StubBackend
 

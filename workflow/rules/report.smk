@@ -509,6 +509,7 @@ rule report:
         "reports/knob_ptx.json",
         "reports/knob_blocks.json",
         "reports/knob_anchors.json",
+        "reports/knob_shapes.json",
         "reports/knob_walk.json",
         "reports/reliability.json",
         "src/chronos/config",
@@ -521,6 +522,7 @@ rule report:
         "src/chronos/stages/__init__.py",
         "src/chronos/stages/common.py",
         "src/chronos/stages/report.py",
+        "src/chronos/tuning",
     output:
         "reports/search_gemm_tile.csv",
         "reports/figures/search_gemm_tile.png",

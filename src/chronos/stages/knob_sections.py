@@ -35,13 +35,13 @@ from chronos.toolchain import ptxas_version
 from chronos.tuning.parts import triton_identity
 from chronos.tuning.ptxas import deploy_ptxas, ptxas_mismatch, recorded_ptxas
 from chronos.tuning.shape_confirm import (
-    NOT_SHARED,
     confirm_kernel,
     own_winner,
     shapes_summary,
     shared_variants,
     stale_confirmation,
 )
+from chronos.tuning.shapes import NOT_SHARED
 
 SUMMARIES = {"knob_census": knob_summary, "knob_ptx": joint_summary, "knob_blocks": blocks_summary,
              "knob_anchors": anchors_summary, "knob_walk": walk_summary, "knob_shapes": shapes_summary}

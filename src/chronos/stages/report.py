@@ -5,7 +5,7 @@
 Reads reports/{baseline,greedy_results,bc_stats}.json (required) and, when present,
 reports/{random_results,oracle,predictions,training_result,triton_search,measure_triton_results,confirm,aa,
 captured,headroom,census,heldout,random_time,knob_census,knob_ptx,knob_blocks,knob_anchors,
-knob_walk}.json
+knob_walk,knob_shapes}.json
 and grpo_curves.csv, heldout_curves.csv. Writes reports/search_gemm_tile.csv,
 reports/figures/{search_gemm_tile,bc_curves,grpo_curves,triton_results,heldout_curves}.png,
 reports/metrics.json (for `dvc exp show`; the Triton tiers nested under "triton", the A/A test under "aa",
@@ -29,6 +29,7 @@ import pandas as pd
 from chronos.report.knobs import anchors_section, kernel_anchors_section, knob_metrics, knob_section
 from chronos.report.plots import bc_curves, grpo_curves, heldout_curves, search_bars, triton_bars
 from chronos.report.readme import render_readme
+from chronos.report.shapes import shapes_metrics, shapes_section
 from chronos.report.tables import (
     captured_metrics,
     headroom_metrics,
@@ -48,7 +49,8 @@ OPTIONAL = {"random_results": "random-search results", "oracle": "oracle report"
             "random_time": "random search in time", "reliability": "bad-input benchmark",
             "knob_census": "compile-knob census", "knob_ptx": "knobs with PTX actions on top",
             "knob_blocks": "block sizes beside the knob winners",
-            "knob_anchors": "Inductor's tuners as anchors", "knob_walk": "the walk over Inductor configs"}
+            "knob_anchors": "Inductor's tuners as anchors", "knob_walk": "the walk over Inductor configs",
+            "knob_shapes": "shared variants judged again"}
 
 
 def _read_inputs(reports: Path) -> dict:
@@ -102,6 +104,7 @@ def _body(args, cfg) -> None:
                 slot[tuner] = v
     metrics.update(knob)
     walk_metrics(x["knob_walk"], metrics, {"knob_ptx": x["knob_ptx"], "knob_blocks": x["knob_blocks"]})
+    shapes_metrics(x["knob_shapes"], metrics)
     if x["reliability"]:  # benchmarks/bench_reliability.py: bad input through the CLI, counted
         metrics["reliability"] = {k: x["reliability"][k] for k in ("inputs_tried", "tracebacks", "silent")}
     if (r / "heldout_curves.csv").is_file() and x["heldout"]:
@@ -109,7 +112,8 @@ def _body(args, cfg) -> None:
     write_json(r / "metrics.json", metrics, indent=1, sort_keys=True)
     knobs = (knob_section(x["knob_census"], x["knob_ptx"], x["knob_blocks"])
              + anchors_section(metrics.get("anchor", {})) + kernel_anchors_section(x["knob_anchors"])
-             + walk_section(x["knob_walk"], x["knob_blocks"], metrics.get("v3")))
+             + walk_section(x["knob_walk"], x["knob_blocks"], metrics.get("v3"))
+             + shapes_section(x["knob_shapes"], metrics))
     partial = bool((x["random_results"] or {}).get("provenance", {}).get("partial", False))
     (r / "README.md").write_text(render_readme(metrics, table, x["baseline"], partial, x["oracle"], search,
                                                _verdicts(x, cfg), x["captured"], x["headroom"],

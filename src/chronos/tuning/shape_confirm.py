@@ -22,9 +22,6 @@ from chronos.tuning.rebuild import variant_of
 from chronos.tuning.shapes import measured_rows, shared_ptx
 from chronos.tuning.winners import confirmed_winner
 
-NOT_SHARED = ("not one of several shapes of one stock PTX whose winners differ and where one variant won at "
-              "every shape: nothing to judge again")
-
 
 def shared_variants(folder: Path, stage_folders: list[Path]) -> dict[str, str]:
     """Kernel -> the variant (its label) that deploys for its shapes, as config_db chooses it from

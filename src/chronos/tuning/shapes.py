@@ -14,6 +14,10 @@ from chronos.measure.numerics import bit_exact
 from chronos.measure.verdicts import FASTER
 from chronos.tuning.winners import config_change, confirmed_winner, split_winner
 
+NOT_SHARED = ("not one of several shapes of one stock PTX whose winners differ and where one variant won at "
+              "every shape: nothing to judge again")
+"""Stage knob_shapes' row of a kernel it has nothing to judge again for (chronos.tuning.shape_confirm)."""
+
 
 def measured_rows(folders: list[Path]) -> dict[str, list[dict]]:
     """Per kernel its part of every stage folder that has one, in stage order (every measurement, not only
