@@ -14,7 +14,7 @@ from chronos.tuning.config_db import latest_parts, winner_ptx
 from chronos.tuning.rebuild import variant_of
 from chronos.tuning.shape_confirm import (
     confirm_kernel,
-    own_winner,
+    own_winners,
     shapes_summary,
     shared_variants,
     stale_confirmation,
@@ -45,9 +45,9 @@ def _gpt2(tmp_path: Path):
 
 def _judge(folder, folders, specs, shapes, ratios: dict) -> dict[str, dict]:
     """Each shape judged with StubBackend(ratios[shape]), its part written into knob_shapes."""
-    variants, rows = shared_variants(folder, folders), {}
+    variants, owns, rows = shared_variants(folder, folders), own_winners(folders[:3]), {}
     for k in shapes:
-        rows[k] = row = confirm_kernel(specs[k], folder, variants[k], own_winner(folders[:3], k),
+        rows[k] = row = confirm_kernel(specs[k], folder, variants[k], owns.get(k),
                                        StubBackend(ratios[k]), timing=None, min_gain=0.01)
         (folders[-1] / f"{k}.json").write_text(json.dumps(row))
     return rows
@@ -71,7 +71,7 @@ def test_a_shared_variant_that_holds_at_every_shape_stays_and_is_marked_judged_a
     for k, row in rows.items():
         assert row["confirms"] == label and row["best"]["actions"] == label.split("+")
         assert row["candidates"][0]["action"] == label and abs(row["speedup"] - 1 / 0.6) < 1e-9
-        own = own_winner(folders[:3], k)
+        own = own_winners(folders[:3]).get(k)
         assert [c["action"] for c in row["candidates"][1:]] == (["+".join(own)] if own and
                                                                  "+".join(own) != label else [])
     assert {k: shared_variants(folder, folders)[k] for k in shapes} == dict.fromkeys(shapes, label)

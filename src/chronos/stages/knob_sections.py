@@ -36,7 +36,7 @@ from chronos.tuning.parts import triton_identity
 from chronos.tuning.ptxas import deploy_ptxas, ptxas_mismatch, recorded_ptxas
 from chronos.tuning.shape_confirm import (
     confirm_kernel,
-    own_winner,
+    own_winners,
     shapes_summary,
     shared_variants,
     stale_confirmation,
@@ -83,13 +83,13 @@ def earlier_winners(args):
 
 
 def shape_plan(args, parts: Path):
-    """(knob_shapes) family -> (the DB stages' parts folders and this stage's, kernel -> the variant that
-    stands for its shapes now), read once per family and run: a run judges the variants chosen before it."""
+    """(knob_shapes) family -> (kernel -> the variant that stands for its shapes now, kernel -> its own
+    winner's actions), read once per family and run: a run judges the variants chosen before it."""
     @functools.cache
-    def plan(family: str) -> tuple[list[Path], dict[str, str]]:
+    def plan(family: str) -> tuple[dict[str, str], dict[str, list[str]]]:
         folders = [args.joint_parts / family, args.blocks_parts / family, args.walk_parts / family,
                    parts / family]
-        return folders, shared_variants(args.kernels / family, folders)
+        return shared_variants(args.kernels / family, folders), own_winners(folders[:3])
 
     return plan
 
@@ -110,9 +110,9 @@ def measurer(args, folder: Path, family: str, backend, timing, min_gain: float, 
             prior = prior_winner(spec, folder, args.joint_parts, family)
             return blocks_kernel(spec, folder, prior, backend, timing, min_gain)
         if section == "knob_shapes":
-            folders, variants = args.shape_plan(family)
-            return confirm_kernel(spec, folder, variants[spec.kernel], own_winner(folders[:3], spec.kernel),
-                                  backend, timing, min_gain)
+            variants, owns = args.shape_plan(family)
+            return confirm_kernel(spec, folder, variants[spec.kernel], owns.get(spec.kernel), backend, timing,
+                                  min_gain)
         won = winners(spec, folder, family)
         if section == "knob_walk":
             if family not in compilers:
@@ -156,7 +156,7 @@ def settler(args, folder: Path, family: str):
             return {"kernel": spec.kernel, "error": WAITS_FOR_PTX}
         if args.section == "knob_blocks":
             return nothing_to_try(spec, folder, prior_winner(spec, folder, args.joint_parts, family))
-        if args.section == "knob_shapes" and spec.kernel not in args.shape_plan(family)[1]:
+        if args.section == "knob_shapes" and spec.kernel not in args.shape_plan(family)[0]:
             return {"kernel": spec.kernel, "error": NOT_SHARED}
         return None
 
@@ -188,7 +188,7 @@ def staleness(args, folder: Path, family: str, winners):
                 return (f"walked beside the earlier stages' winner {_label(recorded['prior'])}, which is now "
                         f"{_label(now)}")
         if args.section == "knob_shapes":
-            return stale_confirmation(recorded, args.shape_plan(family)[1].get(spec.kernel))
+            return stale_confirmation(recorded, args.shape_plan(family)[0].get(spec.kernel))
         return None
 
     return stale

@@ -64,5 +64,3 @@ def walk_end(folder: Path, spec, label: str) -> Variant:
     if not isinstance(got, Variant):
         raise ChronosError(f"{spec.kernel}: {label} has no compiled variant ({got['reason']})")
     return got
-
-

@@ -32,11 +32,11 @@ def shared_variants(folder: Path, stage_folders: list[Path]) -> dict[str, str]:
     return {k: s["variant"] for part in stand_ins.values() for k, s in part["shapes"].items()}
 
 
-def own_winner(stage_folders: list[Path], kernel: str) -> list[str] | None:
-    """The kernel's own confirmed, bit-exact winner (its latest DB stage's part), None where none."""
-    part = next((p for p in latest_parts(stage_folders) if p.stem == kernel), None)
-    winner = confirmed_winner(json.loads(part.read_text()))[0] if part else None
-    return None if winner is None else [*filter(None, [winner[0]]), *winner[1]]
+def own_winners(stage_folders: list[Path]) -> dict[str, list[str]]:
+    """Kernel -> its own confirmed, bit-exact winner's actions (its latest DB stage's part); kernels with
+    none are absent."""
+    rows = (json.loads(p.read_text()) for p in latest_parts(stage_folders))
+    return {row["kernel"]: list(row["best"]["actions"]) for row in rows if confirmed_winner(row)[0]}
 
 
 def confirm_kernel(spec, folder: Path, label: str, own: list[str] | None, backend, timing,
