@@ -156,7 +156,7 @@ print(','.join(workload(n).name for n in (sys.argv[1].split() or NAMES)))" "${WO
         local merge=(python3 -m chronos.cli tune "data/kernels/captured/$w" --merge-only --parts /tmp/no-tune-parts
           --configs-from "data/knob_ptx/captured/$w" "data/knob_blocks/captured/$w" "data/knob_walk/captured/$w"
           "data/knob_shapes/captured/$w")
-        "${merge[@]}" --db "/tmp/v3-$w.sqlite" | grep "v3 winners" || return 1
+        "${merge[@]}" --db "/tmp/v3-$w.sqlite" --full-db | grep "v3 winners" || return 1
         local also=()  # LEAVE_OUT="l2_policy_streaming ...": the DB less the winners using them, timed beside
         if [[ -n ${LEAVE_OUT:-} ]]; then
           "${merge[@]}" --db "/tmp/v3-$w-less.sqlite" --leave-out-actions $LEAVE_OUT | grep "v3 winners" || return 1

@@ -174,13 +174,9 @@ class Worker:
 
 
 def summarize(ratios: list[float], seed: int = 0, resamples: int = 4000) -> dict:
-    import numpy as np
+    from chronos.measure.verdicts import median_summary
 
-    r = np.asarray(ratios)
-    rng = np.random.default_rng(seed)
-    boots = np.median(rng.choice(r, size=(resamples, r.size)), axis=1)
-    return {"median": float(np.median(r)), "iqr": [float(q) for q in np.quantile(r, [0.25, 0.75])],
-            "ci95": [float(q) for q in np.quantile(boots, [0.025, 0.975])], "rounds": int(r.size)}
+    return median_summary(ratios, seed, resamples)
 
 
 def _bitwise(x, y) -> bool:

@@ -46,6 +46,7 @@ from e2e import _digest, _load_workloads, build_phases, steps_per_phase, summari
 from e2e_anchors import ANCHORS, anchor_runs, anchor_verdicts, build_anchors, draws_verdict
 
 from chronos.errors import one_line
+from chronos.measure.verdicts import round_ratios as ratios
 
 SETS = ("stock", "stock_copy", "tuned")
 
@@ -94,12 +95,6 @@ def rounds(phases: dict, sets: dict, steps: dict, n: int, anchors: dict | None =
             times[s].append(timed(run, steps))
     kernel_sets.use(sets["stock"])
     return times
-
-
-def ratios(times: dict[str, list[dict]], a: str, b: str, phase: str | None = None) -> list[float]:
-    """Per round a / b of the summed step times (or of one phase's)."""
-    pick = (lambda t: t[phase]) if phase else (lambda t: sum(t.values()))
-    return [pick(x) / pick(y) for x, y in zip(times[a], times[b], strict=True)]
 
 
 def run_each(phases: dict) -> None:

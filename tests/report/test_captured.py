@@ -5,6 +5,7 @@ probability 1/(k+1); the committed gpt2 train phase (6 of 29, 4 stock runs) is w
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 
 import pytest
@@ -28,3 +29,26 @@ def test_gpt2_s_train_phase_is_as_far_outside_as_one_more_stock_run_would_be():
     got = exchangeable(e2e["within_stock_spread"]["train"], e2e["stock_runs"])
     assert (got["racy"], got["racy_offenders"]) == (29, 6)
     assert got["expected_if_stock"] == pytest.approx(5.8) and got["p_if_stock"] > 0.3
+
+
+def test_a_set_the_step_chose_is_chronos_s_with_each_tuner_over_it_from_the_same_rounds(tmp_path):
+    from chronos.report.captured import one_process_summary
+    from chronos.tuning.step_choice import workload_step_choice
+
+    run = json.loads((Path(__file__).resolve().parents[2] / "data/kernels/captured/bert/e2e-anchor-runs"
+                      / "2026-12-07T11-26.json").read_text())  # it timed the DB less l2_policy_streaming
+    name = "without_l2_policy_streaming"
+    run["also"] = {name: run["also"]["without_left_out"]}
+    run["times"][name] = run["times"].pop("without_left_out")
+    (tmp_path / "e2e-one-process.json").write_text(json.dumps(run))
+    choice = workload_step_choice(tmp_path)
+    assert choice["set"] == name and "1.0018x" in choice["why"]
+    full, chosen = one_process_summary(run), one_process_summary(run, choice)
+    assert chosen["speedup"] == run["also"][name]["speedup"]
+    assert chosen["deployed"]["full_db"] == full["speedup"]
+    coordesc_over = [a / b for a, b in zip((sum(t.values()) for t in run["times"]["coordesc"]),
+                                           (sum(t.values()) for t in run["times"][name]))]
+    over = chosen["anchors"]["coordesc"]["v3_over"]["median"]
+    assert abs(over - statistics.median(coordesc_over)) < 1e-12
+    assert over > full["anchors"]["coordesc"]["v3_over"]["median"]
+    assert one_process_summary(run, {"set": "tuned"}) == full

@@ -101,3 +101,4 @@ def test_a_workload_of_hand_written_kernels_says_inductor_s_tuners_do_not_apply(
                                           "max_autotune": {"kernels": 0, "time_geomean": None},
                                           "coordesc": {"kernels": 0, "time_geomean": None}}}
     assert m["v3_on_coordesc"]["attorch_lm"]["not_applicable"] == NOT_APPLICABLE
+

@@ -51,6 +51,7 @@ from chronos.tuning.kernel import captured_present, confirm_one, skipped_as_racy
 from chronos.tuning.parts import returned_candidate
 from chronos.tuning.ptxas import deploy_ptxas
 from chronos.tuning.shapes import measured_rows
+from chronos.tuning.step_choice import workload_step_choice
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -83,7 +84,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "data/knob_shapes/<w>: the shared variants of several shapes judged again")
     p.add_argument("--leave-out-actions", nargs="+", default=[], metavar="ACTION",
                    help="with --configs-from: leave out every winner whose PTX actions use one of these (a "
-                        "v2 action or group, e.g. l2_policy_streaming): a DB to time beside the full one")
+                        "v2 action or group, e.g. l2_policy_streaming): a DB to time beside the full one "
+                        "(default: those the workload's measured step ran faster without, "
+                        "chronos.tuning.step_choice)")
+    p.add_argument("--full-db", action="store_true",
+                   help="with --configs-from: every winner, whatever the measured step chose (an "
+                        "experiment's full DB, timed beside one less some winners)")
     p.add_argument("--backend", choices=("gpu", "replay", "auto"), default="auto")
     p.add_argument("--store", type=Path, help="the measurement store: replay answers from it, gpu records "
                                               "into it (default: DIR/measurements.sqlite)")
@@ -239,9 +245,20 @@ def reconfirm_captured(args, specs_json: Path, parts: Path, backend, cfg) -> int
         backend.remeasure = False
 
 
+def _leave_out(args: argparse.Namespace) -> frozenset[str]:
+    """The PTX actions whose winners the v3 DB leaves out: those named, else those the workload's measured
+    step ran faster without (unless --full-db)."""
+    if args.leave_out_actions or not args.configs_from or args.full_db:
+        return leave_out_actions(args.leave_out_actions)
+    choice = workload_step_choice(args.dir)
+    if choice["leave_out"]:
+        print(f"tune: leaving out the winners of {'+'.join(choice['leave_out'])}: {choice['why']}")
+    return leave_out_actions(choice["leave_out"])
+
+
 def run(args: argparse.Namespace) -> int:
     resolve_paths(args)
-    leave_out = leave_out_actions(args.leave_out_actions)  # a misspelt action stops the run before it starts
+    leave_out = _leave_out(args)  # a misspelt action stops the run before it starts
     selected = _selected(args.dir / "specs.json", args.kernel, args.only)
     counts: dict = {}
     if not args.merge_only:

@@ -60,6 +60,22 @@ def ratio_estimate(base: list[float], other: list[float], *, confidence: float, 
     return RatioEstimate(math.exp(float(d.mean())), math.exp(float(lo)), math.exp(float(hi)), int(d.size))
 
 
+def round_ratios(times: dict[str, list[dict]], a: str, b: str, phase: str | None = None) -> list[float]:
+    """Per round a / b of two sets' summed step times (or of one phase's), from scripts/e2e_one_process.py's
+    `times` (set -> per round, phase -> seconds)."""
+    pick = (lambda t: t[phase]) if phase else (lambda t: sum(t.values()))
+    return [pick(x) / pick(y) for x, y in zip(times[a], times[b], strict=True)]
+
+
+def median_summary(ratios: list[float], seed: int = 0, resamples: int = 4000) -> dict:
+    """Per-round ratios summarized as scripts/e2e_one_process.py reports a step: median, IQR and the
+    bootstrap 95% interval of the median over rounds."""
+    r = np.asarray(ratios)
+    boots = np.median(np.random.default_rng(seed).choice(r, size=(resamples, r.size)), axis=1)
+    return {"median": float(np.median(r)), "iqr": [float(q) for q in np.quantile(r, [0.25, 0.75])],
+            "ci95": [float(q) for q in np.quantile(boots, [0.025, 0.975])], "rounds": int(r.size)}
+
+
 def geomean(vals) -> float | None:
     """Geometric mean of the positive values (None when there are none)."""
     vals = [v for v in vals if v]

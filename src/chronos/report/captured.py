@@ -11,8 +11,10 @@ from collections import Counter
 from pathlib import Path
 
 from chronos.files import read_json
+from chronos.measure.verdicts import median_summary, round_ratios
 from chronos.report.anchor_runs import across_runs, recorded_runs
 from chronos.tuning.deploy_rule import confirmation, deploys
+from chronos.tuning.step_choice import workload_step_choice
 
 
 def amdahl_bound(share: float, kernel_speedup: float) -> float:
@@ -75,7 +77,7 @@ def workload_summary(d: Path, replay: dict | None = None) -> dict:
     one = None
     if (d / "e2e-one-process.json").is_file():
         one = read_json(d / "e2e-one-process.json", "end-to-end result")
-        out["e2e_one_process"] = one_process_summary(one)
+        out["e2e_one_process"] = one_process_summary(one, workload_step_choice(d))
         if one.get("anchors"):  # Inductor's tuners took turns in this run too: it is the anchors' as well
             out["e2e_anchors"] = out["e2e_one_process"]
     return out | tuner_runs(d, one, out.get("e2e_anchors"))
@@ -113,17 +115,40 @@ def exchangeable(w: dict, stock_runs: int) -> dict:
     return {"racy": racy, "racy_offenders": seen, "expected_if_stock": racy * q, "p_if_stock": tail}
 
 
-def one_process_summary(e2e: dict) -> dict:
+def one_process_summary(e2e: dict, choice: dict | None = None) -> dict:
     """scripts/e2e_one_process.py's result without its per-round times: the step-time ratio stock / tuned and
-    the A/A (stock / its second copy) with their intervals, per phase too, what was deployed, the outputs."""
+    the A/A (stock / its second copy) with their intervals, per phase too, what was deployed, the outputs.
+    `choice` (chronos.tuning.step_choice): where the step chose a set less some winners, that set is
+    Chronos's (deployed_set)."""
     hook = e2e.get("hook") or {}
-    return {"speedup": e2e["speedup"], "aa": e2e["aa"], "per_phase": e2e.get("per_phase", {}),
-            "timing": e2e.get("timing", "python_steps"), "graphs": e2e.get("graphs"),
-            "outputs": e2e["outputs"], "steps": e2e.get("steps"), "kernels": e2e.get("kernels"),
-            "configs_applied": len(e2e.get("configs_applied") or {}), "swapped": hook.get("swapped", 0),
-            "db_entries": hook.get("entries"), "gpu": (e2e.get("provenance") or {}).get("gpu"),
-            "anchors": {a: {k: v[k] for k in ("speedup", "v3_over", "bitwise")}
-                        for a, v in (e2e.get("anchors") or {}).items()}}
+    out = {"speedup": e2e["speedup"], "aa": e2e["aa"], "per_phase": e2e.get("per_phase", {}),
+           "timing": e2e.get("timing", "python_steps"), "graphs": e2e.get("graphs"),
+           "outputs": e2e["outputs"], "steps": e2e.get("steps"), "kernels": e2e.get("kernels"),
+           "configs_applied": len(e2e.get("configs_applied") or {}), "swapped": hook.get("swapped", 0),
+           "db_entries": hook.get("entries"), "gpu": (e2e.get("provenance") or {}).get("gpu"),
+           "anchors": {a: {k: v[k] for k in ("speedup", "v3_over", "bitwise")}
+                       for a, v in (e2e.get("anchors") or {}).items()}}
+    if choice and choice["set"] != "tuned":
+        return deployed_set(out, e2e, choice)
+    return out
+
+
+def deployed_set(out: dict, e2e: dict, choice: dict) -> dict:
+    """The summary with the set the step chose as Chronos's: its step ratio and what of its DB deployed, each
+    tuner over it from the run's own rounds (side by side, as the full DB's); the full DB's step beside
+    (`deployed`)."""
+    name = choice["set"]
+    also, times = e2e["also"][name], e2e["times"]
+    hook = also.get("hook") or {}
+    anchors = {a: {**v, "v3_over": median_summary(round_ratios(times, a, name))}
+               for a, v in out["anchors"].items()}
+    per_phase = {ph: {**v, "speedup": also["per_phase"][ph]["speedup"]} for ph, v in out["per_phase"].items()}
+    return {**out, "speedup": also["speedup"], "per_phase": per_phase, "anchors": anchors,
+            "outputs": {**out["outputs"], "tuned_bitwise": not also["differing_phases"]},
+            "configs_applied": len(hook.get("configs_applied") or {}), "swapped": hook.get("swapped", 0),
+            "db_entries": hook.get("entries"),
+            "deployed": {"set": name, "why": choice["why"], "full_db": e2e["speedup"],
+                         "over_full_db": also["over_tuned"]}}
 
 
 def dropped_launches(cap: dict) -> int:
