@@ -69,3 +69,15 @@ def test_captured_section_has_a_row_per_tuned_workload_and_dashes_where_e2e_is_m
     untuned = {"workloads": {w: {k: v for k, v in s.items() if k != "tune"} for w, s in
                              captured["workloads"].items()}}
     assert readme.captured_section(untuned) == [] and readme.captured_section(None) == []
+
+
+def test_the_one_process_line_names_the_set_the_step_chose_and_the_full_db_beside_it():
+    captured = json.loads((R / "captured.json").read_text())
+    bert = captured["workloads"]["bert"]["e2e_one_process"]
+    full = next(x for x in readme.captured_section(captured) if x.startswith("- bert ("))
+    assert "the DB the step chose" not in full
+    bert["deployed"] = {"set": "without_l2_policy_streaming", "why": "the step ran 1.0018x faster",
+                        "full_db": {"median": 1.0076, "ci95": [1.0063, 1.0103]}}
+    line = next(x for x in readme.captured_section(captured) if x.startswith("- bert ("))
+    assert "Chronos v3 here is `without_l2_policy_streaming`" in line and "1.0018x" in line
+    assert line.startswith(full)

@@ -271,6 +271,7 @@ def captured_section(captured: dict | None) -> list[str]:
            f"deterministic: {o['outputs']['stock_deterministic']})"
            + "".join(f"; {a}: stock / {a} {_ratio_ci(v['speedup'])}, {a} / Chronos v3 "
                      f"{_ratio_ci(v['v3_over'])}" for a, v in o.get("anchors", {}).items())
+           + _deployed_note(o.get("deployed"))
            for name, w in sorted(workloads.items()) if (o := w.get("e2e_one_process"))]
     one_head = ["", ("End to end in one process (`scripts/e2e_one_process.py`: stock, a second stock copy "
                      "and the tuned kernels loaded together, steps alternating between them, order rotated "
@@ -278,6 +279,14 @@ def captured_section(captured: dict | None) -> list[str]:
                      "summed step times, median and bootstrap 95% CI):")
                 ] if one else []
     return [*lines, "", note, *([""] + det if det else []), *one_head, *one]
+
+
+def _deployed_note(deployed: dict | None) -> str:
+    """Where the step chose the DB less some winners (chronos.tuning.step_choice): which, why, the full DB's."""
+    if not deployed:
+        return ""
+    return (f"; Chronos v3 here is `{deployed['set']}`, the DB the step chose ({deployed['why']}); the full "
+            f"DB's step speedup {_ratio_ci(deployed['full_db'])}")
 
 
 def _roofline(x) -> str:

@@ -218,7 +218,9 @@ def captured_metrics(captured: dict | None) -> dict:
                 "outputs_equal": one["outputs"]["tuned_bitwise"],
                 "stock_deterministic": one["outputs"]["stock_deterministic"], "swapped": one["swapped"],
                 "configs_applied": one["configs_applied"], "gpu": one["gpu"], "method": "one_process",
-                "timing": one.get("timing", "python_steps")}
+                "timing": one.get("timing", "python_steps"),
+                # the DB the step chose (chronos.tuning.step_choice): "tuned" is the full DB
+                "deployed_set": (one.get("deployed") or {}).get("set", "tuned")}
             for a, v in one.get("anchors", {}).items():  # Inductor's tuners, step by step
                 out["e2e"][w].setdefault("anchors", {})[a] = {
                     "speedup": v["speedup"]["median"], "ci95": v["speedup"]["ci95"],
