@@ -282,7 +282,8 @@ def captured_section(captured: dict | None) -> list[str]:
 
 
 def _deployed_note(deployed: dict | None) -> str:
-    """Where the step chose the DB less some winners (chronos.tuning.step_choice): which, why, the full DB's."""
+    """Where the step chose the DB less some winners (chronos.tuning.step_choice): which, why, the full
+    DB's step."""
     if not deployed:
         return ""
     return (f"; Chronos v3 here is `{deployed['set']}`, the DB the step chose ({deployed['why']}); the full "
