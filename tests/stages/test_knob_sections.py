@@ -237,3 +237,24 @@ def test_knob_shapes_judges_only_the_shapes_that_share_a_variant_and_says_so_of_
     stale = knob_sections.staleness(args, folder, family, None)
     assert stale(specs[shared[0]], row) is None
     assert "the variant for its shapes is now " + label in stale(specs[shared[0]], {**row, "confirms": "x"})
+
+
+def test_knob_shapes_and_a_repeat_time_again_what_the_store_has_compared_and_replay_is_left_alone():
+    """A shape whose own winner is the shared variant has [stock, variant] in the store already (its own
+    stage's confirming run): served from there, knob_shapes would judge nothing again (2026-12-07, llama)."""
+    from types import SimpleNamespace
+
+    from chronos.measure.backend import ReplayBackend
+    from chronos.stages.knob_sections import measuring_anew
+
+    def gpu():
+        return SimpleNamespace(remeasure=False)
+
+    def args(section, remeasure=False):
+        return SimpleNamespace(section=section, remeasure=remeasure)
+
+    assert measuring_anew(gpu(), args("knob_shapes")).remeasure is True
+    assert measuring_anew(gpu(), args("knob_walk", remeasure=True)).remeasure is True
+    assert measuring_anew(gpu(), args("knob_walk")).remeasure is False
+    replay = ReplayBackend.__new__(ReplayBackend)  # no store needed: only its type is asked
+    assert getattr(measuring_anew(replay, args("knob_shapes")), "remeasure", False) is False

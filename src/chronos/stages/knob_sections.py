@@ -82,6 +82,16 @@ def earlier_winners(args):
     return won
 
 
+def measuring_anew(backend, args):
+    """The backend, told (on a GPU) to time again contenders the store has already compared, where the run
+    must measure anew: a repeat (--remeasure) and stage knob_shapes, whose comparison is a judgement of its
+    own (where a shape's own winner is the shared variant, [stock, variant] is the comparison its own stage
+    confirmed it with: served from the store it would judge nothing again)."""
+    if not isinstance(backend, ReplayBackend) and (args.remeasure or args.section == "knob_shapes"):
+        backend.remeasure = True
+    return backend
+
+
 def shape_plan(args, parts: Path):
     """(knob_shapes) family -> (kernel -> the variant that stands for its shapes now, kernel -> its own
     winner's actions), read once per family and run: a run judges the variants chosen before it."""
@@ -231,7 +241,7 @@ def run(args, cfg) -> int:
     args.walk_steps, args.shape_plan = kcfg.walk_steps, shape_plan(args, parts)
     if args.section in ("knob_anchors", "knob_walk"):  # Inductor's tuners change numerics: a tolerance
         cfg = replace(cfg, measure=replace(cfg.measure, tolerance=kcfg.anchor_tolerance))
-    backend = open_backend(args, cfg)
+    backend = measuring_anew(open_backend(args, cfg), args)
     weights = {f: measured_gpu_ms(args.kernels / f) for f in kcfg.families}  # each family's timed GPU time
     t0 = time.perf_counter()
     compilers: dict = {}
