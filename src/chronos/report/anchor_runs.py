@@ -6,7 +6,9 @@ two runs of it can keep different ones: bert's coordinate-descent step measured 
 collects a workload's side-by-side runs with anchors timed as CUDA graphs (e2e-one-process.json,
 e2e-anchors.json, and earlier ones kept in e2e-anchor-runs/; one per provenance date) and says per tuner its
 range of stock / tuner and in how many runs Chronos v3's step was ahead of it, behind it or level (the run's
-tuner / v3 interval above 1, below 1, or across 1). Each run's v3 is that run's DB: the ratios stay per run.
+tuner / v3 interval above 1, below 1, or across 1). Each run's v3 is that run's DB: the ratios stay per run;
+where the step chose a DB less some winners (chronos.tuning.step_choice) and a run timed that set beside the
+full one, that set is the run's v3 (as_deployed).
 A run may time several draws of a tuner (scripts/e2e_one_process.py --anchor-draws: `coordesc`,
 `coordesc_draw2`, ...): each draw counts as one, beside the others of its tuner.
 """
@@ -18,6 +20,7 @@ import statistics
 from pathlib import Path
 
 from chronos.files import read_json
+from chronos.measure.verdicts import median_summary, round_ratios
 
 DRAW = "_draw"
 """An anchor run's name past a tuner's first draw: `<tuner>_draw<k>`."""
@@ -40,6 +43,18 @@ def recorded_runs(folder: Path, loaded: list[dict] | None = None) -> list[dict]:
     return [runs[d] for d in sorted(runs)]
 
 
+def as_deployed(run: dict, name: str) -> dict:
+    """The run with the set `name` (one of its `also` sets: the DB the step chose) as its Chronos v3: its
+    step ratio, and each tuner over it from the run's own rounds; the run as it is where it did not time
+    that set."""
+    also = (run.get("also") or {}).get(name)
+    if also is None:
+        return run
+    anchors = {a: {**v, "v3_over": median_summary(round_ratios(run["times"], a, name))}
+               for a, v in (run.get("anchors") or {}).items()}
+    return {**run, "speedup": also["speedup"], "anchors": anchors}
+
+
 def tuner_of(anchor: str) -> str:
     """The tuner an anchor run drew: `coordesc_draw2` -> `coordesc`."""
     return re.sub(rf"{DRAW}\d+$", "", anchor)
@@ -59,9 +74,11 @@ def v3_standing(timed: list[dict]) -> dict[str, int]:
     return {"v3_ahead": ahead, "v3_behind": behind, "v3_level": len(timed) - ahead - behind}
 
 
-def across_runs(runs: list[dict]) -> dict:
+def across_runs(runs: list[dict], deployed: str = "tuned") -> dict:
     """Per tuner: its runs and draws, min / median / max of stock / tuner over its draws, the draws v3 was
-    ahead of, behind, level with (each against its own run's v3)."""
+    ahead of, behind, level with (each against its own run's v3: the set `deployed` where the run timed
+    it)."""
+    runs = [as_deployed(r, deployed) for r in runs]
     v3 = [r["speedup"]["median"] for r in runs]
     out: dict = {"runs": len(runs), "v3_min": min(v3), "v3_max": max(v3)}
     for tuner in sorted({tuner_of(a) for r in runs for a in r["anchors"]}):

@@ -11,8 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 from chronos.files import read_json
-from chronos.measure.verdicts import median_summary, round_ratios
-from chronos.report.anchor_runs import across_runs, recorded_runs
+from chronos.report.anchor_runs import across_runs, as_deployed, recorded_runs
 from chronos.tuning.deploy_rule import confirmation, deploys
 from chronos.tuning.step_choice import workload_step_choice
 
@@ -77,16 +76,17 @@ def workload_summary(d: Path, replay: dict | None = None) -> dict:
     one = None
     if (d / "e2e-one-process.json").is_file():
         one = read_json(d / "e2e-one-process.json", "end-to-end result")
-        out["e2e_one_process"] = one_process_summary(one, workload_step_choice(d))
+        out["e2e_one_process"] = one_process_summary(one, choice := workload_step_choice(d))
         if one.get("anchors"):  # Inductor's tuners took turns in this run too: it is the anchors' as well
             out["e2e_anchors"] = out["e2e_one_process"]
-    return out | tuner_runs(d, one, out.get("e2e_anchors"))
+    return out | tuner_runs(d, one, out.get("e2e_anchors"), choice["set"] if one else "tuned")
 
 
-def tuner_runs(d: Path, one: dict | None, latest: dict | None) -> dict:
+def tuner_runs(d: Path, one: dict | None, latest: dict | None, deployed: str = "tuned") -> dict:
     """e2e-anchors.json (an anchors run of its own): the anchors where the latest run (`one`, summarized as
     `latest` where it timed tuners) timed none, else `e2e_anchors_earlier` where it timed a tuner the
-    latest did not; and the tuners' range over every recorded anchors run (each is one draw of them)."""
+    latest did not; and the tuners' range over every recorded anchors run (each is one draw of them; v3 the
+    set `deployed` where a run timed it)."""
     out = {}
     path = d / "e2e-anchors.json"
     own = read_json(path, "end-to-end result") if path.is_file() else None
@@ -98,7 +98,7 @@ def tuner_runs(d: Path, one: dict | None, latest: dict | None) -> dict:
             out["e2e_anchors_earlier"] = summary
     runs = recorded_runs(d, [r for r in (one, own) if r is not None])
     if len(runs) > 1 or any(r.get("anchor_draws", 1) > 1 for r in runs):
-        out["e2e_anchor_runs"] = across_runs(runs)
+        out["e2e_anchor_runs"] = across_runs(runs, deployed)
     return out
 
 
@@ -138,10 +138,9 @@ def deployed_set(out: dict, e2e: dict, choice: dict) -> dict:
     tuner over it from the run's own rounds (side by side, as the full DB's); the full DB's step beside
     (`deployed`)."""
     name = choice["set"]
-    also, times = e2e["also"][name], e2e["times"]
-    hook = also.get("hook") or {}
-    anchors = {a: {**v, "v3_over": median_summary(round_ratios(times, a, name))}
-               for a, v in out["anchors"].items()}
+    also, hook = e2e["also"][name], e2e["also"][name].get("hook") or {}
+    chosen = as_deployed(e2e, name)
+    anchors = {a: {k: v[k] for k in ("speedup", "v3_over", "bitwise")} for a, v in chosen["anchors"].items()}
     per_phase = {ph: {**v, "speedup": also["per_phase"][ph]["speedup"]} for ph, v in out["per_phase"].items()}
     return {**out, "speedup": also["speedup"], "per_phase": per_phase, "anchors": anchors,
             "outputs": {**out["outputs"], "tuned_bitwise": not also["differing_phases"]},
