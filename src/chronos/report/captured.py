@@ -119,34 +119,30 @@ def one_process_summary(e2e: dict, choice: dict | None = None) -> dict:
     """scripts/e2e_one_process.py's result without its per-round times: the step-time ratio stock / tuned and
     the A/A (stock / its second copy) with their intervals, per phase too, what was deployed, the outputs.
     `choice` (chronos.tuning.step_choice): where the step chose a set less some winners, that set is
-    Chronos's (deployed_set)."""
+    Chronos's (anchor_runs.as_deployed: its step ratio, each tuner over it; deployed_set: the rest)."""
+    run = as_deployed(e2e, choice["set"]) if choice else e2e
     hook = e2e.get("hook") or {}
-    out = {"speedup": e2e["speedup"], "aa": e2e["aa"], "per_phase": e2e.get("per_phase", {}),
+    out = {"speedup": run["speedup"], "aa": e2e["aa"], "per_phase": e2e.get("per_phase", {}),
            "timing": e2e.get("timing", "python_steps"), "graphs": e2e.get("graphs"),
            "outputs": e2e["outputs"], "steps": e2e.get("steps"), "kernels": e2e.get("kernels"),
            "configs_applied": len(e2e.get("configs_applied") or {}), "swapped": hook.get("swapped", 0),
            "db_entries": hook.get("entries"), "gpu": (e2e.get("provenance") or {}).get("gpu"),
            "anchors": {a: {k: v[k] for k in ("speedup", "v3_over", "bitwise")}
-                       for a, v in (e2e.get("anchors") or {}).items()}}
-    if choice and choice["set"] != "tuned":
-        return deployed_set(out, e2e, choice)
-    return out
+                       for a, v in (run.get("anchors") or {}).items()}}
+    return deployed_set(out, e2e, choice) if run is not e2e else out
 
 
 def deployed_set(out: dict, e2e: dict, choice: dict) -> dict:
-    """The summary with the set the step chose as Chronos's: its step ratio and what of its DB deployed, each
-    tuner over it from the run's own rounds (side by side, as the full DB's); the full DB's step beside
-    (`deployed`)."""
-    name = choice["set"]
-    also, hook = e2e["also"][name], e2e["also"][name].get("hook") or {}
-    chosen = as_deployed(e2e, name)
-    anchors = {a: {k: v[k] for k in ("speedup", "v3_over", "bitwise")} for a, v in chosen["anchors"].items()}
+    """The summary of the set the step chose (its step ratio and the tuners over it already in `out`): its
+    phases, outputs and what of its DB deployed; the full DB's step beside (`deployed`)."""
+    also = e2e["also"][choice["set"]]
+    hook = also.get("hook") or {}
     per_phase = {ph: {**v, "speedup": also["per_phase"][ph]["speedup"]} for ph, v in out["per_phase"].items()}
-    return {**out, "speedup": also["speedup"], "per_phase": per_phase, "anchors": anchors,
+    return {**out, "per_phase": per_phase,
             "outputs": {**out["outputs"], "tuned_bitwise": not also["differing_phases"]},
             "configs_applied": len(hook.get("configs_applied") or {}), "swapped": hook.get("swapped", 0),
             "db_entries": hook.get("entries"),
-            "deployed": {"set": name, "why": choice["why"], "full_db": e2e["speedup"],
+            "deployed": {"set": choice["set"], "why": choice["why"], "full_db": e2e["speedup"],
                          "over_full_db": also["over_tuned"]}}
 
 
